@@ -1,0 +1,212 @@
+"""The engine: a Tensor remembers the Function that made it; backward() walks that graph in
+reverse topological order and applies each Function's vector-Jacobian product (VJP).
+
+Reverse mode in one paragraph: for a scalar loss L and an op y = f(x), the chain rule gives
+∂L/∂x = (∂y/∂x)ᵀ ∂L/∂y. Each primitive knows how to compute that product without ever forming
+the Jacobian ∂y/∂x; backward() starts from ∂L/∂L = 1 and pushes gradients from every node to
+its inputs, adding up the contributions of a node that feeds several others.
+"""
+from contextlib import contextmanager
+
+import numpy as np
+
+_grad_enabled = True
+
+
+@contextmanager
+def no_grad():
+    """Inside this context (or a function it decorates) ops build no graph: use it for
+    evaluation, decoding and optimizer updates."""
+    global _grad_enabled
+    previous, _grad_enabled = _grad_enabled, False
+    try:
+        yield
+    finally:
+        _grad_enabled = previous
+
+
+def is_grad_enabled():
+    return _grad_enabled
+
+
+class Function:
+    """A primitive op. `forward` maps input arrays to an output array; `backward` maps the
+    output's gradient g to one gradient per input (None where none is needed).
+
+    Every subclass registers itself in `Function.registry`, so the tests can prove that each
+    primitive has a gradient check. Non-tensor arguments (axis, shape, index) are keywords.
+    """
+
+    registry = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        Function.registry[cls.__name__] = cls
+
+    @classmethod
+    def apply(cls, *inputs, **params):
+        like = next(x for x in inputs if isinstance(x, Tensor))
+        tensors = tuple(as_tensor(x, like.dtype) for x in inputs)
+        fn = cls()
+        fn.needs_input_grad = tuple(t.requires_grad for t in tensors)
+        fn.saved = ()
+        out = Tensor(fn.forward(*(t.data for t in tensors), **params))
+        if _grad_enabled and any(fn.needs_input_grad):
+            out.requires_grad = True
+            out.creator, fn.inputs = fn, tensors
+        return out
+
+    def save_for_backward(self, *arrays):
+        self.saved = arrays
+
+    def forward(self, *arrays, **params):
+        raise NotImplementedError
+
+    def backward(self, grad):
+        raise NotImplementedError
+
+
+def as_tensor(value, dtype=None):
+    """Wrap a constant as a Tensor. A Python number takes `dtype` (the other operand's), so
+    `x * 2` keeps a float32 x in float32."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (int, float)) and dtype is not None:
+        return Tensor(np.asarray(value, dtype=dtype))
+    return Tensor(value)
+
+
+class Tensor:
+    """An n-dimensional array (`.data`) with a gradient (`.grad`) for leaves that require one.
+
+    `.creator` is the Function that produced this tensor (None for leaves and constants).
+    """
+
+    __array_priority__ = 100  # ndarray + Tensor calls Tensor.__radd__, not NumPy's add
+
+    def __init__(self, data, requires_grad=False, dtype=None):
+        self.data = np.asarray(data.data if isinstance(data, Tensor) else data, dtype=dtype)
+        if requires_grad and not np.issubdtype(self.data.dtype, np.floating):
+            raise TypeError(f"only floating-point tensors can require grad, got {self.data.dtype}")
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.creator = None
+
+    shape = property(lambda self: self.data.shape)
+    ndim = property(lambda self: self.data.ndim)
+    size = property(lambda self: self.data.size)
+    dtype = property(lambda self: self.data.dtype)
+
+    def __repr__(self):
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        return f"Tensor({self.data!r}{grad})"
+
+    def __len__(self):
+        return len(self.data)
+
+    def numpy(self):
+        return self.data
+
+    def item(self):
+        return self.data.item()
+
+    def detach(self):
+        """The same values, cut from the graph (shares memory with `.data`)."""
+        return Tensor(self.data)
+
+    def backward(self, grad=None, retain_graph=False):
+        """Accumulate ∂self/∂leaf into `leaf.grad` for every leaf that requires grad.
+
+        `grad` is the upstream gradient (default 1 for a one-element tensor). The arrays the
+        graph saved are freed afterwards unless `retain_graph=True`.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("backward() on a tensor that does not require grad "
+                               "(no input had requires_grad=True, or it was built under no_grad())")
+        if grad is None:
+            if self.size != 1:
+                raise ValueError(f"backward() needs `grad` for a non-scalar output of shape {self.shape}")
+            grad = np.ones_like(self.data)
+        grad = np.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.dtype)
+        if grad.shape != self.shape:
+            raise ValueError(f"backward(): grad has shape {grad.shape}, the tensor has {self.shape}")
+        grads, owned = {id(self): grad}, set()
+        for node in reversed(topological_order(self)):
+            g = grads.pop(id(node))
+            if node.creator is None:
+                node.grad = (g if id(node) in owned else g.copy()) if node.grad is None else node.grad + g
+                continue
+            fn = node.creator
+            if fn.saved is None:
+                raise RuntimeError(f"backward() through a graph a second time: {type(fn).__name__} has freed "
+                                   "its saved arrays. Pass retain_graph=True to the first backward().")
+            input_grads = fn.backward(g)
+            if not retain_graph:
+                fn.saved = None
+            for tensor, input_grad in zip(fn.inputs, input_grads):
+                if tensor.requires_grad:
+                    _check_gradient(fn, tensor, input_grad)
+                    _accumulate(grads, owned, tensor, input_grad)
+        # all the gradient has reached the leaves
+
+
+def topological_order(root):
+    """The nodes that need a gradient, each after all of its inputs. Iterative (an explicit
+    stack), so a graph of any depth is fine."""
+    order, visited, stack = [], set(), [(root, False)]
+    while stack:
+        node, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(node)
+        elif id(node) not in visited:
+            visited.add(id(node))
+            stack.append((node, True))
+            if node.creator is not None:
+                stack.extend((t, False) for t in node.creator.inputs
+                             if t.requires_grad and id(t) not in visited)
+    return order
+
+
+def _accumulate(grads, owned, tensor, g):
+    """grads[tensor] += g. The first contribution may be an array another node also holds, so
+    the second one allocates a fresh sum that later contributions update in place."""
+    key = id(tensor)
+    if key not in grads:
+        grads[key] = g
+    elif key in owned:
+        grads[key] += g
+    else:
+        grads[key] = grads[key] + g
+        owned.add(key)
+
+
+def _check_gradient(fn, tensor, g):
+    """A VJP must return an array of its input's shape and dtype: catches unbroadcasting bugs
+    and silent float64 upcasts the moment they happen."""
+    if g is None or g.shape != tensor.shape or g.dtype != tensor.dtype:
+        got = "None" if g is None else f"{g.shape} {g.dtype}"
+        raise RuntimeError(f"{type(fn).__name__}.backward returned a gradient of {got} "
+                           f"for an input of {tensor.shape} {tensor.dtype}")
+
+
+from autograd import ops  # noqa: E402  (the ops need Tensor and Function, defined above)
+
+
+def _binary(op, swap=False):
+    if swap:
+        return lambda self, other: op(other, self)
+    return lambda self, other: op(self, other)
+
+
+Tensor.__add__, Tensor.__radd__ = _binary(ops.add), _binary(ops.add, swap=True)
+Tensor.__sub__, Tensor.__rsub__ = _binary(ops.sub), _binary(ops.sub, swap=True)
+Tensor.__mul__, Tensor.__rmul__ = _binary(ops.mul), _binary(ops.mul, swap=True)
+Tensor.__truediv__, Tensor.__rtruediv__ = _binary(ops.div), _binary(ops.div, swap=True)
+Tensor.__matmul__, Tensor.__rmatmul__ = _binary(ops.matmul), _binary(ops.matmul, swap=True)
+Tensor.__pow__, Tensor.__rpow__ = _binary(ops.power), _binary(ops.power, swap=True)
+Tensor.__neg__ = ops.neg
+Tensor.__getitem__ = ops.getitem
+Tensor.exp, Tensor.log, Tensor.sqrt, Tensor.tanh = ops.exp, ops.log, ops.sqrt, ops.tanh
+Tensor.sum, Tensor.mean, Tensor.max = ops.sum, ops.mean, ops.max
+Tensor.reshape, Tensor.transpose, Tensor.swapaxes = ops.reshape, ops.transpose, ops.swapaxes
+Tensor.T = property(lambda self: ops.transpose(self))
