@@ -1,0 +1,140 @@
+"""The engine: graph building, reverse topological order, accumulation, no_grad, freeing."""
+import numpy as np
+import pytest
+
+from autograd import Tensor, no_grad, is_grad_enabled
+
+
+def leaf(*shape, dtype=np.float64, seed=0):
+    return Tensor(np.random.default_rng(seed).standard_normal(shape).astype(dtype), requires_grad=True)
+
+
+def test_node_reused_many_times_accumulates_every_use():
+    x = leaf(3)
+    total = x
+    for _ in range(99):
+        total = total + x
+    total.sum().backward()
+    np.testing.assert_array_equal(x.grad, np.full(3, 100.0))
+
+
+def test_diamond_graph_matches_hand_derivative():
+    # a = 2x, b = a + a, c = a * b = 8x²  =>  dc/dx = 16x
+    x = leaf(4)
+    a = x * 2
+    c = a * (a + a)
+    c.sum().backward()
+    np.testing.assert_allclose(x.grad, 16 * x.data, rtol=1e-12)
+
+
+def test_chain_of_10000_ops_does_not_hit_the_recursion_limit():
+    x = leaf(2)
+    y = x
+    for _ in range(10_000):
+        y = y * 1.0001
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad, np.full(2, 1.0001 ** 10_000), rtol=1e-9)
+
+
+def test_no_grad_builds_no_graph_and_restores_the_mode():
+    x = leaf(3)
+    with no_grad():
+        assert not is_grad_enabled()
+        y = (x * x).sum()
+    assert is_grad_enabled()
+    assert not y.requires_grad and y.creator is None
+
+
+def test_no_grad_works_as_a_decorator():
+    @no_grad()
+    def evaluate(t):
+        return t * 3
+
+    assert not evaluate(leaf(2)).requires_grad
+    assert is_grad_enabled()
+
+
+def test_no_grad_restores_the_mode_after_an_exception():
+    with pytest.raises(ZeroDivisionError):
+        with no_grad():
+            1 / 0
+    assert is_grad_enabled()
+
+
+def test_saved_arrays_are_freed_after_backward():
+    x = leaf(3)
+    y = x.exp()
+    y.sum().backward()
+    assert y.creator.saved is None
+
+
+def test_second_backward_through_a_freed_graph_raises_a_clear_error():
+    x = leaf(3)
+    loss = (x * x).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        loss.backward()
+
+
+def test_retain_graph_allows_a_second_backward_and_grads_accumulate():
+    x = leaf(3)
+    loss = (x * x).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    np.testing.assert_allclose(x.grad, 4 * x.data)
+
+
+def test_non_scalar_backward_needs_an_explicit_gradient():
+    x = leaf(2, 3)
+    with pytest.raises(ValueError, match=r"non-scalar output of shape \(2, 3\)"):
+        (x * 2).backward()
+    (x * 2).backward(np.ones((2, 3)))
+    np.testing.assert_array_equal(x.grad, np.full((2, 3), 2.0))
+
+
+def test_backward_with_a_wrongly_shaped_gradient_names_both_shapes():
+    with pytest.raises(ValueError, match=r"\(3,\).*\(2,\)"):
+        (leaf(2) * 2).backward(np.ones(3))
+
+
+def test_backward_on_a_constant_explains_why_it_cannot():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        Tensor(np.ones(2)).sum().backward()
+
+
+def test_leaves_that_share_an_upstream_gradient_get_independent_arrays():
+    a, b = leaf(3, seed=1), leaf(3, seed=2)
+    (a + b).sum().backward()
+    a.grad *= 0
+    np.testing.assert_array_equal(b.grad, np.ones(3))
+
+
+def test_constants_get_no_gradient_and_inputs_that_need_none_are_skipped():
+    x, c = leaf(3), Tensor(np.arange(3.0))
+    (x * c).sum().backward()
+    assert c.grad is None
+    np.testing.assert_array_equal(x.grad, c.data)
+
+
+def test_python_scalars_keep_float32():
+    x = leaf(3, dtype=np.float32)
+    for y in (x * 2.5, 2.5 - x, x / 3, 1 / (x * x + 1), x ** 2, x + 1e-9):
+        assert y.dtype == np.float32
+
+
+def test_only_floating_tensors_can_require_grad():
+    with pytest.raises(TypeError, match="floating-point"):
+        Tensor(np.arange(3), requires_grad=True)
+
+
+def test_an_ndarray_on_the_left_of_an_operator_still_builds_the_graph():
+    x = leaf(3)
+    y = np.ones(3) * x
+    assert isinstance(y, Tensor) and y.requires_grad
+
+
+def test_detach_cuts_the_graph_but_shares_the_values():
+    x = leaf(3)
+    d = (x * 2).detach()
+    assert not d.requires_grad and d.creator is None
+    np.testing.assert_array_equal(d.data, 2 * x.data)
