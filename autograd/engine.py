@@ -45,8 +45,11 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs, **params):
-        like = next(x for x in inputs if isinstance(x, Tensor))
+        like = next((x for x in inputs if isinstance(x, Tensor)), None)
+        if like is None:
+            raise TypeError(f"{cls.__name__}: at least one input must be a Tensor")
         tensors = tuple(as_tensor(x, like.dtype) for x in inputs)
+        _check_same_float_dtype(cls, tensors)
         fn = cls()
         fn.needs_input_grad = tuple(t.requires_grad for t in tensors)
         fn.saved = ()
@@ -67,13 +70,23 @@ class Function:
 
 
 def as_tensor(value, dtype=None):
-    """Wrap a constant as a Tensor. A Python number takes `dtype` (the other operand's), so
-    `x * 2` keeps a float32 x in float32."""
+    """Wrap a constant (a number or an array) as a Tensor. With a floating `dtype` (the other
+    operand's) a floating or integer constant takes it, so `x * 2` or `x * np.ones(3)` keeps a
+    float32 x in float32."""
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, (int, float)) and dtype is not None:
-        return Tensor(np.asarray(value, dtype=dtype))
+    value = np.asarray(value)
+    if dtype is not None and np.issubdtype(dtype, np.floating) and value.dtype.kind in "fiub":
+        value = value.astype(dtype, copy=False)
     return Tensor(value)
+
+
+def _check_same_float_dtype(cls, tensors):
+    """Mixing float32 and float64 Tensors would silently upcast: refuse it where it happens."""
+    floats = {t.dtype for t in tensors if np.issubdtype(t.dtype, np.floating)}
+    if len(floats) > 1:
+        raise TypeError(f"{cls.__name__}: inputs mix {' and '.join(sorted(map(str, floats)))}; "
+                        "cast them to one dtype first (no silent upcasts)")
 
 
 class Tensor:
@@ -141,13 +154,12 @@ class Tensor:
                 raise RuntimeError(f"backward() through a graph a second time: {type(fn).__name__} has freed "
                                    "its saved arrays. Pass retain_graph=True to the first backward().")
             input_grads = fn.backward(g)
-            if not retain_graph:
-                fn.saved = None
             for tensor, input_grad in zip(fn.inputs, input_grads):
                 if tensor.requires_grad:
                     _check_gradient(fn, tensor, input_grad)
                     _accumulate(grads, owned, tensor, input_grad)
-        # all the gradient has reached the leaves
+            if not retain_graph:
+                fn.saved, fn.inputs = None, ()  # release the arrays and the intermediate tensors
 
 
 def topological_order(root):

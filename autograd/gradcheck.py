@@ -90,8 +90,8 @@ def _check_jacobians(fn, inputs, checked, eps, atol, rtol):
         excess = error - (atol + rtol * np.abs(numerical))
         worst = np.unravel_index(np.argmax(excess), excess.shape)
         if excess[worst] > 0:
-            out_entry = np.unravel_index(worst[0], fn(*inputs).shape)
-            in_entry = np.unravel_index(worst[1], inputs[i].shape)
+            out_entry = tuple(int(k) for k in np.unravel_index(worst[0], fn(*inputs).shape))
+            in_entry = tuple(int(k) for k in np.unravel_index(worst[1], inputs[i].shape))
             raise GradcheckError(_report(f"input {i} {inputs[i].shape} at entry {in_entry}, "
                                          f"output entry {out_entry}", analytic[worst], numerical[worst],
                                          atol, rtol))

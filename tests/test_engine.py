@@ -138,3 +138,37 @@ def test_detach_cuts_the_graph_but_shares_the_values():
     d = (x * 2).detach()
     assert not d.requires_grad and d.creator is None
     np.testing.assert_array_equal(d.data, 2 * x.data)
+
+
+def test_intermediate_tensors_are_released_after_backward():
+    import gc
+    import weakref
+    x = leaf(3)
+    hidden = x.exp()
+    loss = (hidden * 2).sum()
+    watcher = weakref.ref(hidden)
+    del hidden
+    loss.backward()
+    gc.collect()
+    assert watcher() is None
+
+
+def test_array_constants_take_the_tensor_dtype():
+    x = leaf(3, dtype=np.float32)
+    assert (x * np.array(2.0)).dtype == np.float32
+    assert (x + np.ones(3)).dtype == np.float32
+
+
+def test_mixing_float32_and_float64_tensors_is_refused_where_it_happens():
+    with pytest.raises(TypeError, match="float32 and float64"):
+        leaf(3, dtype=np.float32) + leaf(3)
+
+
+def test_integer_tensors_are_not_truncated_by_float_constants():
+    assert (Tensor(np.arange(3)) * 0.5).data.tolist() == [0.0, 0.5, 1.0]
+
+
+def test_an_op_on_no_tensor_at_all_is_a_clear_type_error():
+    from autograd import ops
+    with pytest.raises(TypeError, match="at least one input must be a Tensor"):
+        ops.add(np.ones(2), 1.0)

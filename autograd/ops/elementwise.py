@@ -68,7 +68,7 @@ class Div(Function):
     def backward(self, g):
         a, b = self.saved
         grad_a = unbroadcast(g / b, a.shape) if self.needs_input_grad[0] else None
-        grad_b = unbroadcast(-g * a / (b * b), b.shape) if self.needs_input_grad[1] else None
+        grad_b = unbroadcast(-(g / b) * (a / b), b.shape) if self.needs_input_grad[1] else None
         return grad_a, grad_b
 
 
