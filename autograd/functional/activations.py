@@ -1,0 +1,119 @@
+"""Elementwise activations: ReLU (the feed-forward network of thesis §1.2.4), GELU, and the
+logistic sigmoid (the gate of SwiGLU). Each VJP is g times the derivative at x.
+
+| op      | forward                                   | derivative                              |
+|---------|-------------------------------------------|-----------------------------------------|
+| ReLU    | max(x, 0)                                 | [x > 0]                                 |
+| GELU    | x Φ(x) = ½x(1 + erf(x/√2))                | Φ(x) + x φ(x)                           |
+| GELU≈   | ½x(1 + tanh u),  u = √(2/π)(x + 0.044715x³) | ½(1 + tanh u) + ½x(1 − tanh² u) du/dx |
+| Sigmoid | σ(x) = 1 / (1 + e⁻ˣ)                      | σ(x)(1 − σ(x))                          |
+
+Φ and φ are the standard normal CDF and density. Constants are Python floats, so a float32 x
+stays float32.
+"""
+import math
+
+import numpy as np
+from scipy.special import erf
+
+from autograd.engine import Function, as_tensor
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+_TANH_SCALE, _TANH_CUBIC = math.sqrt(2 / math.pi), 0.044715
+_SATURATED = 100.0  # beyond |x| = 100 both Φ and tanh u equal 0 or 1 to the last bit
+
+
+class ReLU(Function):
+    """max(x, 0). VJP: g where x > 0, else 0 (also at the kink x = 0, as PyTorch)."""
+
+    def forward(self, x):
+        positive = x > 0
+        self.save_for_backward(positive)
+        return np.where(positive, x, 0)
+
+    def backward(self, g):
+        (positive,) = self.saved
+        return (np.where(positive, g, 0),)
+
+
+def _normal_cdf(x):
+    return 0.5 * (1 + erf(x * _SQRT_HALF))
+
+
+def _normal_pdf(x):
+    x_c = np.clip(x, -_SATURATED, _SATURATED)  # keeps x² from overflowing; φ(±100) = 0 anyway
+    return _INV_SQRT_2PI * np.exp(-0.5 * x_c * x_c)
+
+
+def _gelu_exact(x):
+    return x * _normal_cdf(x)
+
+
+def _gelu_exact_slope(x):
+    return _normal_cdf(x) + x * _normal_pdf(x)
+
+
+def _tanh_u(x):
+    """tanh u with u = √(2/π)(x + 0.044715 x³); x clipped so that x³ cannot overflow."""
+    x_c = np.clip(x, -_SATURATED, _SATURATED)
+    return np.tanh(_TANH_SCALE * x_c * (1 + _TANH_CUBIC * x_c * x_c)), x_c
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + _tanh_u(x)[0])
+
+
+def _gelu_tanh_slope(x):
+    t, x_c = _tanh_u(x)
+    du_dx = _TANH_SCALE * (1 + 3 * _TANH_CUBIC * x_c * x_c)
+    return 0.5 * (1 + t) + 0.5 * x_c * (1 - t * t) * du_dx
+
+
+_GELU_FORMS = {"none": (_gelu_exact, _gelu_exact_slope), "tanh": (_gelu_tanh, _gelu_tanh_slope)}
+
+
+class GELU(Function):
+    """x Φ(x), exact (`approximate="none"`) or with the tanh approximation (`"tanh"`), as
+    PyTorch's `F.gelu(x, approximate=...)`. VJP: g times the derivative of the chosen form."""
+
+    def forward(self, x, approximate="none"):
+        value, self.slope = _GELU_FORMS[approximate]
+        self.save_for_backward(x)
+        return value(x)
+
+    def backward(self, g):
+        (x,) = self.saved
+        return (g * self.slope(x),)
+
+
+class Sigmoid(Function):
+    """σ(x) = 1 / (1 + e⁻ˣ), written as e^x / (1 + e^x) for x < 0 so that the exponential is
+    always e^−|x| ≤ 1 and never overflows. VJP: g σ(1 − σ)."""
+
+    def forward(self, x):
+        e = np.exp(-np.abs(x))
+        s = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        self.save_for_backward(s)
+        return s
+
+    def backward(self, g):
+        (s,) = self.saved
+        return (g * s * (1 - s),)
+
+
+def relu(x):
+    """max(x, 0) elementwise (the feed-forward non-linearity of thesis §1.2.4)."""
+    return ReLU.apply(as_tensor(x))
+
+
+def gelu(x, approximate="none"):
+    """The Gaussian error linear unit x Φ(x); `approximate` is "none" (erf) or "tanh"."""
+    if approximate not in _GELU_FORMS:
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return GELU.apply(as_tensor(x), approximate=approximate)
+
+
+def sigmoid(x):
+    """The logistic function 1 / (1 + e⁻ˣ), stable for any x."""
+    return Sigmoid.apply(as_tensor(x))

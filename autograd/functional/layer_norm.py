@@ -1,0 +1,124 @@
+"""Layer normalisation, thesis eq. (2) (§1.2.2), fused and composite.
+
+For one row z ∈ ℝᵈ (the last axis; every leading axis is a batch axis):
+
+    μ = (1/d) Σᵢ zᵢ,    σ² = (1/d) Σᵢ (zᵢ − μ)²    (biased: divide by d, not d − 1)
+    x̂ = (z − μ) / D,     y = γ ⊙ x̂ + β,           γ, β ∈ ℝᵈ
+
+with two choices of the denominator D:
+
+| variant  | D            | source                                   |
+|----------|--------------|------------------------------------------|
+| "thesis" | σ + ε        | thesis eq. (2), ε = 1e-6 (the default)   |
+| "torch"  | √(σ² + ε)    | torch.nn.functional.layer_norm           |
+
+They are different functions: for a row with σ = 1 and ε = 1e-6 they differ by about
+ε/2 relative, and for rows with small σ by much more (σ + ε against √(σ² + ε) ≥ √ε).
+
+`LayerNorm` is the fused primitive with the hand-derived VJP (derived in its docstring);
+`layer_norm_composite` writes the same formula with the engine's primitives (mean, sub, mul,
+sqrt, div, add) and lets autograd find the gradient. The tests check that both agree.
+"""
+import numpy as np
+
+from autograd import ops
+from autograd.engine import Function
+
+VARIANTS = ("thesis", "torch")
+
+
+def layer_norm(x, gamma, beta, eps=1e-6, variant="thesis"):
+    """γ (z − μ)/D + β over the last axis, as a fused primitive (thesis eq. (2)).
+
+    x: (..., d); gamma, beta: (d,). Returns (..., d) in x's dtype. `variant` picks D: "thesis"
+    σ + ε, "torch" √(σ² + ε) (see the module docstring).
+    """
+    _check_arguments(x, gamma, beta, variant)
+    return LayerNorm.apply(x, gamma, beta, eps=eps, variant=variant)
+
+
+def layer_norm_composite(x, gamma, beta, eps=1e-6, variant="thesis"):
+    """The same function as `layer_norm`, built from primitives; autograd derives its gradient.
+
+    One difference at a single point: for a constant row (σ = 0) of the "thesis" variant the
+    backward of √ at 0 is 1/0, so this version's gradient is not finite there, while the fused
+    one returns the exact derivative (see `LayerNorm`).
+    """
+    _check_arguments(x, gamma, beta, variant)
+    mu = ops.mean(x, axis=-1, keepdims=True)
+    centred = x - mu
+    variance = ops.mean(centred * centred, axis=-1, keepdims=True)
+    if variant == "thesis":
+        denominator = ops.sqrt(variance) + float(eps)
+    else:
+        denominator = ops.sqrt(variance + float(eps))
+    return gamma * (centred / denominator) + beta
+
+
+class LayerNorm(Function):
+    """Fused layer norm with the hand-derived VJP. Inputs x (..., d), γ (d,), β (d,).
+
+    Backward for one row, with g = ∂L/∂y, h = g ⊙ γ, c = z − μ, x̂ = c / D:
+
+        ∂x̂ᵢ/∂zⱼ = (δᵢⱼ − 1/d) / D − cᵢ/D² · ∂D/∂zⱼ,       ∂σ²/∂zⱼ = 2cⱼ/d
+
+    (the −1/d comes from μ; the terms of ∂σ²/∂zⱼ through μ sum to zero because Σ c = 0).
+    By the chain rule ∂D/∂zⱼ = D′(σ²) · 2cⱼ/d, so
+
+        ∂L/∂zⱼ = Σᵢ hᵢ ∂x̂ᵢ/∂zⱼ = (hⱼ − mean(h) − uⱼ · mean(h ⊙ x̂)) / D,      u = 2 D′(σ²) c
+
+        torch:   D = √(σ² + ε),  D′ = 1/(2D),  u = c/D = x̂
+        thesis:  D = σ + ε,       D′ = 1/(2σ),  u = c/σ = x̂ · D/σ
+
+    The thesis's u is the row scaled to unit variance (|uⱼ| ≤ √d), so computing c/σ rather
+    than x̂ · D/σ cannot overflow for tiny σ. For a constant row (σ = 0) c = 0 and the u-term
+    vanishes: x̂ = c/(σ + ε) = c/ε + O(‖c‖²) because σ = ‖c‖/√d, so the derivative there is
+    exactly (h − mean(h)) / ε. `_direction` returns u = 0 there instead of dividing 0 by 0.
+
+    The parameters see every row: ∂L/∂γ = Σ g ⊙ x̂ and ∂L/∂β = Σ g, summed over the leading axes.
+    """
+
+    def forward(self, x, gamma, beta, eps, variant):
+        eps = np.asarray(eps, dtype=x.dtype)
+        centred = x - x.mean(axis=-1, keepdims=True)
+        variance = (centred * centred).mean(axis=-1, keepdims=True)
+        sigma = np.sqrt(variance)
+        denominator = sigma + eps if variant == "thesis" else np.sqrt(variance + eps)
+        x_hat = centred / denominator
+        self.save_for_backward(x_hat, _direction(centred, sigma, x_hat, variant), denominator, gamma)
+        return gamma * x_hat + beta
+
+    def backward(self, g):
+        x_hat, u, denominator, gamma = self.saved
+        leading = tuple(range(g.ndim - 1))
+        grad_x = grad_gamma = grad_beta = None
+        if self.needs_input_grad[0]:
+            h = g * gamma
+            mean_h = h.mean(axis=-1, keepdims=True)
+            mean_h_x_hat = (h * x_hat).mean(axis=-1, keepdims=True)
+            grad_x = (h - mean_h - u * mean_h_x_hat) / denominator
+        if self.needs_input_grad[1]:
+            grad_gamma = (g * x_hat).sum(axis=leading)
+        if self.needs_input_grad[2]:
+            grad_beta = g.sum(axis=leading)
+        return grad_x, grad_gamma, grad_beta
+
+
+def _direction(centred, sigma, x_hat, variant):
+    """u = 2 D′(σ²) c of the LayerNorm docstring: x̂ for "torch", c/σ (0 where σ = 0) for "thesis"."""
+    if variant == "torch":
+        return x_hat
+    return np.divide(centred, sigma, out=np.zeros_like(centred), where=sigma > 0)
+
+
+def _check_arguments(x, gamma, beta, variant):
+    if variant not in VARIANTS:
+        raise ValueError(f"layer_norm: variant must be one of {VARIANTS}, got {variant!r}")
+    shape = np.shape(getattr(x, "data", x))
+    if len(shape) == 0:
+        raise ValueError("layer_norm: x must have at least one axis (the one normalised), got a scalar")
+    for name, parameter in (("gamma", gamma), ("beta", beta)):
+        parameter_shape = np.shape(getattr(parameter, "data", parameter))
+        if parameter_shape != shape[-1:]:
+            raise ValueError(f"layer_norm: {name} must have shape {shape[-1:]} (the last axis of x, "
+                             f"whose shape is {shape}), got {parameter_shape}")

@@ -1,0 +1,115 @@
+"""ReLU, GELU (exact and tanh) and sigmoid: gradient checks, hand-computed values, stability
+for large |x|, dtypes, and a clear error for an unknown GELU form."""
+import math
+
+import numpy as np
+import pytest
+
+import autograd.functional as F
+from autograd import Tensor, gradcheck
+
+ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "sigmoid": F.sigmoid,
+}
+SHAPES = [(7,), (3, 4), (2, 3, 4)]
+
+
+def leaf(shape, seed=0, scale=2.0, dtype=np.float64):
+    data = scale * np.random.default_rng(seed).standard_normal(shape)
+    return Tensor(data.astype(dtype), requires_grad=True)
+
+
+def derivative(fn, x):
+    """The elementwise derivative at x, from the VJP with g = 1."""
+    x = Tensor(np.asarray(x, dtype=np.float64), requires_grad=True)
+    fn(x).backward(np.ones(x.shape))
+    return x.grad
+
+
+def away_from_zero(x):
+    """ReLU has a kink at 0, where finite differences are meaningless."""
+    x.data[np.abs(x.data) < 1e-3] = 0.5
+    return x
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gradcheck(name, shape):
+    assert gradcheck(ACTIVATIONS[name], away_from_zero(leaf(shape)))
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_float32_in_float32_out_and_float32_gradient(name):
+    x = leaf((3, 4), dtype=np.float32)
+    out = ACTIVATIONS[name](x)
+    out.backward(np.ones((3, 4), np.float32))
+    assert out.dtype == np.float32 and x.grad.dtype == np.float32
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_huge_inputs_give_finite_values_and_gradients(name, dtype):
+    x = Tensor(np.array([-1e30, -1e4, -50.0, 50.0, 1e4, 1e30], dtype=dtype), requires_grad=True)
+    out = ACTIVATIONS[name](x)
+    out.backward(np.ones(6, dtype))
+    assert np.all(np.isfinite(out.data)) and np.all(np.isfinite(x.grad))
+
+
+def test_relu_values_and_derivative():
+    x = np.array([-2.0, -0.0, 0.0, 3.0])
+    np.testing.assert_array_equal(F.relu(Tensor(x)).data, [0.0, 0.0, 0.0, 3.0])
+    np.testing.assert_array_equal(derivative(F.relu, x), [0.0, 0.0, 0.0, 1.0])  # 0 at the kink, as PyTorch
+
+
+def test_gelu_exact_is_x_times_normal_cdf():
+    x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
+    expected = [v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x]
+    np.testing.assert_allclose(F.gelu(Tensor(x)).data, expected, rtol=1e-15)
+
+
+def test_gelu_exact_derivative_is_cdf_plus_x_times_density():
+    x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
+    expected = [0.5 * (1 + math.erf(v / math.sqrt(2))) + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
+                for v in x]
+    np.testing.assert_allclose(derivative(F.gelu, x), expected, rtol=1e-14)
+
+
+def test_gelu_tanh_is_the_tanh_formula():
+    x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
+    expected = [0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))) for v in x]
+    np.testing.assert_allclose(F.gelu(Tensor(x), approximate="tanh").data, expected, rtol=1e-15)
+
+
+def test_gelu_tanh_approximates_the_exact_gelu():
+    x = Tensor(np.linspace(-6, 6, 101))
+    np.testing.assert_allclose(F.gelu(x, approximate="tanh").data, F.gelu(x).data, atol=1e-3)
+
+
+def test_gelu_saturates_to_relu_for_large_inputs():
+    x = np.array([-200.0, -60.0, 60.0, 200.0])
+    for form in ("none", "tanh"):
+        np.testing.assert_array_equal(F.gelu(Tensor(x), approximate=form).data, [-0.0, -0.0, 60.0, 200.0])
+        np.testing.assert_array_equal(derivative(lambda t: F.gelu(t, approximate=form), x), [0, 0, 1, 1])
+
+
+def test_gelu_unknown_approximation_names_the_argument():
+    with pytest.raises(ValueError, match="approximate.*'erf'"):
+        F.gelu(Tensor(np.zeros(3)), approximate="erf")
+
+
+def test_sigmoid_values_and_derivative():
+    x = np.array([-2.0, 0.0, 1.0])
+    s = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(F.sigmoid(Tensor(x)).data, s, rtol=1e-15)
+    np.testing.assert_allclose(derivative(F.sigmoid, x), s * (1 - s), rtol=1e-15)
+
+
+def test_sigmoid_is_stable_and_symmetric_for_large_inputs():
+    x = np.array([-800.0, -40.0, 40.0, 800.0])
+    s = F.sigmoid(Tensor(x)).data
+    np.testing.assert_array_equal(s[[0, 3]], [0.0, 1.0])
+    np.testing.assert_allclose(s[1], math.exp(-40.0), rtol=1e-15)  # not rounded to 0 by 1 − σ(40)
+    np.testing.assert_allclose(s + F.sigmoid(Tensor(-x)).data, 1.0, rtol=1e-15)

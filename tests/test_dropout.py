@@ -1,0 +1,81 @@
+"""Inverted dropout: x ⊙ m / (1 − p), m ~ Bernoulli(1 − p), the identity at evaluation."""
+import numpy as np
+import pytest
+
+import autograd.functional as F
+from autograd import Tensor, gradcheck
+
+
+def test_in_evaluation_it_returns_the_same_object():
+    x = Tensor(np.ones(5), requires_grad=True)
+    assert F.dropout(x, 0.5, training=False, rng=None) is x
+    assert F.dropout(x, 0.5, training=False, rng=np.random.default_rng(0)) is x
+
+
+def test_p_zero_in_training_returns_the_same_object():
+    x = Tensor(np.ones(5), requires_grad=True)
+    assert F.dropout(x, 0.0, training=True, rng=np.random.default_rng(0)) is x
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_the_kept_fraction_is_one_minus_p(p):
+    out = F.dropout(Tensor(np.ones(1_000_000)), p, training=True, rng=np.random.default_rng(0)).data
+    kept = np.mean(out != 0)
+    assert abs(kept - (1 - p)) < 5 * np.sqrt(p * (1 - p) / out.size)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_kept_entries_are_scaled_so_the_expectation_is_preserved(p):
+    x = np.random.default_rng(1).uniform(1, 2, 1_000_000)
+    out = F.dropout(Tensor(x), p, training=True, rng=np.random.default_rng(2)).data
+    kept = out != 0
+    np.testing.assert_allclose(out[kept], x[kept] / (1 - p), rtol=1e-15)
+    assert abs(out.mean() - x.mean()) < 0.01 * x.mean()
+
+
+def test_the_same_seed_gives_the_same_mask_and_another_seed_another():
+    x = Tensor(np.ones((20, 30)))
+    first, second, other = (F.dropout(x, 0.3, True, np.random.default_rng(seed)).data for seed in (7, 7, 8))
+    np.testing.assert_array_equal(first, second)
+    assert not np.array_equal(first, other)
+
+
+def test_the_gradient_is_zero_exactly_where_an_entry_was_dropped():
+    x = Tensor(np.random.default_rng(3).standard_normal((10, 10)), requires_grad=True)
+    out = F.dropout(x, 0.4, training=True, rng=np.random.default_rng(4))
+    out.backward(np.ones((10, 10)))
+    dropped = out.data == 0
+    assert dropped.any() and (~dropped).any()
+    np.testing.assert_array_equal(x.grad[dropped], 0)
+    np.testing.assert_allclose(x.grad[~dropped], 1 / 0.6, rtol=1e-15)
+
+
+def test_p_one_gives_zeros_and_zero_gradients():
+    x = Tensor(np.ones((3, 4)), requires_grad=True)
+    out = F.dropout(x, 1.0, training=True, rng=np.random.default_rng(0))
+    out.backward(np.ones((3, 4)))
+    np.testing.assert_array_equal(out.data, 0)
+    np.testing.assert_array_equal(x.grad, 0)
+
+
+def test_float32_stays_float32_in_values_and_gradient():
+    x = Tensor(np.ones((4, 8), np.float32), requires_grad=True)
+    out = F.dropout(x, 0.1, training=True, rng=np.random.default_rng(0))
+    out.backward(np.ones((4, 8), np.float32))
+    assert out.dtype == np.float32 and x.grad.dtype == np.float32
+
+
+def test_gradient_matches_finite_differences_with_a_seeded_mask():
+    x = Tensor(np.random.default_rng(5).standard_normal((3, 4)), requires_grad=True)
+    assert gradcheck(lambda x: F.dropout(x, 0.3, training=True, rng=np.random.default_rng(6)), x)
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.5, float("nan")])
+def test_p_outside_zero_one_is_a_value_error(p):
+    with pytest.raises(ValueError, match="p must be in"):
+        F.dropout(Tensor(np.ones(3)), p, training=True, rng=np.random.default_rng(0))
+
+
+def test_training_without_a_generator_is_a_value_error():
+    with pytest.raises(ValueError, match="rng"):
+        F.dropout(Tensor(np.ones(3)), 0.1, training=True, rng=None)

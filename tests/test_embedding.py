@@ -1,0 +1,63 @@
+"""Embedding lookup: E[t] = W[ids[t]], and the scatter-add VJP ∂L/∂W[i] = Σ_{ids[t] = i} g[t]."""
+import numpy as np
+import pytest
+
+import autograd.functional as F
+from autograd import Tensor, gradcheck
+
+
+def weight(vocab=7, d=4, dtype=np.float64):
+    return Tensor(np.random.default_rng(0).standard_normal((vocab, d)).astype(dtype), requires_grad=True)
+
+
+def test_output_has_shape_ids_shape_plus_d_and_holds_the_picked_rows():
+    w = weight()
+    ids = np.array([[0, 3, 3, 6, 1], [2, 2, 5, 4, 0]])
+    out = F.embedding(w, ids)
+    assert out.shape == (2, 5, 4)
+    np.testing.assert_array_equal(out.data[1, 2], w.data[5])
+    np.testing.assert_array_equal(out.data, w.data[ids])
+
+
+def test_an_id_used_three_times_gets_three_times_the_gradient_row():
+    w = weight()
+    row = np.array([1.0, -2.0, 0.5, 3.0])
+    out = F.embedding(w, np.array([1, 3, 1, 1]))
+    out.backward(np.tile(row, (4, 1)))
+    np.testing.assert_array_equal(w.grad[1], 3 * row)
+    np.testing.assert_array_equal(w.grad[3], row)
+    np.testing.assert_array_equal(np.delete(w.grad, [1, 3], axis=0), 0)
+
+
+def test_gradient_with_repeated_ids_matches_finite_differences():
+    ids = np.array([[0, 2, 2], [4, 0, 2]])
+    assert gradcheck(lambda w: F.embedding(w, ids), weight(vocab=5, d=3))
+
+
+def test_ids_may_be_a_tensor_or_a_list():
+    w = weight()
+    np.testing.assert_array_equal(F.embedding(w, Tensor(np.array([1, 2]))).data, w.data[[1, 2]])
+    np.testing.assert_array_equal(F.embedding(w, [[6]]).data, w.data[[[6]]])
+
+
+def test_float32_stays_float32_in_values_and_gradient():
+    w = weight(dtype=np.float32)
+    out = F.embedding(w, np.array([0, 0, 5]))
+    out.backward(np.ones((3, 4), np.float32))
+    assert out.dtype == np.float32 and w.grad.dtype == np.float32
+
+
+@pytest.mark.parametrize("bad", [7, -1])
+def test_an_id_outside_the_vocabulary_is_a_value_error_naming_it(bad):
+    with pytest.raises(ValueError, match=rf"id {bad} at position \(1, 0\).*\[0, 7\)"):
+        F.embedding(weight(vocab=7), np.array([[0, 1], [bad, 2]]))
+
+
+def test_non_integer_ids_are_a_value_error_naming_the_dtype():
+    with pytest.raises(ValueError, match="integers.*float64"):
+        F.embedding(weight(), np.array([0.0, 1.0]))
+
+
+def test_a_weight_that_is_not_a_matrix_is_a_value_error():
+    with pytest.raises(ValueError, match=r"\(vocab, d\).*\(7,\)"):
+        F.embedding(Tensor(np.ones(7), requires_grad=True), np.array([0]))
