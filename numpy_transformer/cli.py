@@ -26,7 +26,7 @@ def gradcheck_command(args):
             result, failures = f"FAILED: {failure}", failures + 1
         shapes = " ".join(str(s) for s in case.shapes)
         print(f"{case.name:<30} {shapes:<26} {error:>11.1e}  {result}")
-    print(f"{len(CASES)} ops checked, {len(CASES) - failures} passed, {failures} failed.")
+    print(f"{len(CASES)} checks, {len(CASES) - failures} passed, {failures} failed.")
     return 1 if failures else 0
 
 
