@@ -1,0 +1,106 @@
+"""Multi-head attention, thesis eqs. (3), (4) and (7) (§1.2.2, Figure 4).
+
+    Q = X W_q,  K = Z W_k,  V = Z W_v                  W_q, W_k, W_v ∈ ℝ^{d × d}
+    W_{h,q} = W_q[:, (h−1)k : h k]  (same for W_k, W_v)                              (3)
+    Q^(h) = X W_{h,q},  K^(h) = Z W_{h,k},  V^(h) = Z W_{h,v}                         (4)
+    head_h = Attention(Q^(h), K^(h), V^(h))                                          (5)
+    MultiHead = Concat(head_1, …, head_H) W_c          W_c ∈ ℝ^{H k × d} = ℝ^{d × d}  (7)
+
+with k = d_k = d / H. Z = X for self-attention; for cross-attention X comes from the decoder
+and Z is the encoder output ("memory"). W_c is the paper's W^O.
+
+Eq. (3) takes head h's projection from columns (h−1)k … hk of W_q, so Q^(h) is columns
+(h−1)k … hk of the full Q = X W_q: reshaping the last axis of Q from d into (H, k) puts head h
+at index h − 1 of the new axis. `split_heads` does that reshape (and moves the head axis in
+front of the positions); `merge_heads` undoes it, which is the concatenation of eq. (7). All
+heads are then one batched product: no Python loop over heads.
+"""
+import numpy as np
+
+from autograd import concatenate
+from numpy_transformer.attention.scaled_dot_product import scaled_dot_product_attention
+from numpy_transformer.nn import Dropout, Linear, Module
+
+
+def split_heads(x, n_heads):
+    """(..., n, d) → (..., H, n, d/H): head h holds columns h·d_k … (h+1)·d_k of x (eq. (3))."""
+    *leading, n, d = x.shape
+    if d % n_heads:
+        raise ValueError(f"split_heads: the last dimension of x {tuple(x.shape)} is not divisible "
+                         f"by n_heads={n_heads}")
+    return x.reshape(*leading, n, n_heads, d // n_heads).swapaxes(-3, -2)
+
+
+def merge_heads(x):
+    """(..., H, n, d_k) → (..., n, H·d_k): Concat(head_1, …, head_H) of eq. (7)."""
+    *leading, n_heads, n, d_k = x.shape
+    return x.swapaxes(-3, -2).reshape(*leading, n, n_heads * d_k)
+
+
+class MultiHeadAttention(Module):
+    """MultiHead(X, Z) = Concat(head_1, …, head_H) W_c, eqs. (3)–(7).
+
+    Parameters W_q, W_k, W_v, W_c: Linear(d_model, d_model) each (with biases unless
+    bias=False). Dropout with probability `dropout` acts on the attention weights, as in the
+    paper's implementation. After each call `last_weights` holds the attention weights of
+    every head as a NumPy array (batch, heads, n_q, n_k), before dropout, for analysis.
+    """
+
+    def __init__(self, d_model, n_heads, rng, dropout=0.0, bias=True, dtype=np.float32):
+        super().__init__()
+        if n_heads <= 0 or d_model % n_heads:
+            raise ValueError(f"MultiHeadAttention: d_model={d_model} must be divisible by "
+                             f"n_heads={n_heads} (each head has d_k = d_model / n_heads)")
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.W_q = Linear(d_model, d_model, rng, bias, dtype)
+        self.W_k = Linear(d_model, d_model, rng, bias, dtype)
+        self.W_v = Linear(d_model, d_model, rng, bias, dtype)
+        self.W_c = Linear(d_model, d_model, rng, bias, dtype)
+        self.dropout = Dropout(dropout, rng)
+        self.last_weights = None
+
+    def forward(self, query, key_value=None, mask=None, cache=None):
+        """Self-attention of `query` (key_value None) or its cross-attention on `key_value`.
+
+        query: (batch, n_q, d_model); key_value: (batch, n_k, d_model) or None;
+        mask: boolean, broadcastable to (batch, heads, n_q, n_k) (see numpy_transformer.masks).
+        Returns (batch, n_q, d_model).
+
+        `cache`, a dict the caller keeps between calls (one per attention layer), serves
+        incremental decoding:
+          - self-attention: the keys and values of this call's positions are appended to
+            cache["k"], cache["v"] (batch, heads, positions so far, d_k), and the queries attend
+            to all of them. Call it with the new position(s) only; the mask (if any) must
+            cover every cached key, i.e. have n_k = positions so far.
+          - cross-attention: the memory's keys and values are projected on the first call,
+            stored in cache["k"], cache["v"] and reused afterwards (key_value is then not read).
+        Step-by-step decoding with a cache gives the outputs of the full causal computation.
+        """
+        Q = split_heads(self.W_q(query), self.n_heads)
+        if key_value is None:
+            K, V = self._self_keys_values(query, cache)
+        else:
+            K, V = self._cross_keys_values(key_value, cache)
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout=self.dropout)
+        self.last_weights = weights.data
+        return self.W_c(merge_heads(heads))
+
+    def _keys_values(self, z):
+        """K, V of eq. (4) for every head: (batch, heads, n, d_k) each."""
+        return split_heads(self.W_k(z), self.n_heads), split_heads(self.W_v(z), self.n_heads)
+
+    def _self_keys_values(self, x, cache):
+        K, V = self._keys_values(x)
+        if cache is not None:
+            if "k" in cache:
+                K = concatenate([cache["k"], K], axis=-2)
+                V = concatenate([cache["v"], V], axis=-2)
+            cache["k"], cache["v"] = K, V
+        return K, V
+
+    def _cross_keys_values(self, memory, cache):
+        if cache is None:
+            return self._keys_values(memory)
+        if "k" not in cache:
+            cache["k"], cache["v"] = self._keys_values(memory)
+        return cache["k"], cache["v"]
