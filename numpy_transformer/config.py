@@ -1,0 +1,174 @@
+"""`TransformerConfig`: every hyper-parameter of the model in one place, validated, saved as JSON.
+
+    config = TransformerConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=64, n_heads=4,
+                               d_ff=128, n_encoder_layers=2, n_decoder_layers=2)
+    config.save("model.json");  TransformerConfig.load("model.json") == config
+
+The defaults are the thesis's (§1.2.2: d = 512, H = 8, m = 2048, L = 6; dropout 0.1, §1.2.1;
+the sinusoidal encoding with N = 10000, eq. (1); LayerNorm of eq. (2) with ε = 1e-6, after each
+residual sum; ReLU, §1.2.4; a projection P of its own, §1.2.5). `TransformerConfig.base` is the
+original paper's base model, which also ties the embeddings.
+"""
+import dataclasses
+import json
+import numbers
+from pathlib import Path
+
+from autograd.functional.layer_norm import VARIANTS as NORM_VARIANTS
+from numpy_transformer.nn import ACTIVATIONS
+from numpy_transformer.positional import KINDS as POSITIONAL_KINDS
+
+NORM_PLACEMENTS = ("post", "pre")
+ATTENTION_KINDS = ("full",)
+DTYPES = ("float32", "float64")
+
+_SIZES = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "n_encoder_layers",
+          "n_decoder_layers", "max_len")
+_CHOICES = {"positional": POSITIONAL_KINDS, "norm_variant": NORM_VARIANTS, "norm_placement": NORM_PLACEMENTS,
+            "activation": ACTIVATIONS, "attention": ATTENTION_KINDS, "dtype": DTYPES}
+_FLAGS = ("tie_embeddings", "share_source_embedding")
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig:
+    """The hyper-parameters of `numpy_transformer.model.Transformer`.
+
+    | field                    | meaning                                                   | thesis      |
+    |--------------------------|-----------------------------------------------------------|-------------|
+    | src_vocab_size           | l of the source language                                  | §1.2        |
+    | tgt_vocab_size           | l of the target language (the logits' width)              | §1.2.5      |
+    | d_model                  | d, the width of every token vector                        | §1.2, 512   |
+    | n_heads                  | H; each head has d_k = d_model / n_heads                  | eq. (3), 8  |
+    | d_ff                     | m, the hidden width of the feed-forward network           | §1.2.4      |
+    | n_encoder_layers         | L, the blocks f_θ of the encoder                          | §1.2.2, 6   |
+    | n_decoder_layers         | the blocks of the decoder                                 | §1.2.5      |
+    | dropout                  | p of every dropout: embeddings + positions, sub-layer     | §1.2.1, 0.1 |
+    |                          | outputs, attention weights, the FFN's hidden layer        |             |
+    | max_len                  | the longest sequence (rows of the positional table), 512  | §1.2.1      |
+    | positional               | "sinusoidal" (eq. (1)) or "learned"                       | §1.2.1      |
+    | positional_base          | N of eq. (1)                                              | 10000       |
+    | norm_variant             | "thesis" (σ + ε, eq. (2)) or "torch" (√(σ² + ε))          | eq. (2)     |
+    | norm_eps                 | ε                                                         | 1e-6        |
+    | norm_placement           | "post" (LayerNorm(x + f(x)), the thesis) or "pre"         | §1.2.2      |
+    | activation               | "relu" (the thesis), "gelu" or "swiglu"                   | §1.2.4      |
+    | attention                | the attention of the self-attention sub-layers            | eq. (5)     |
+    | tie_embeddings           | the projection P is the target embedding transposed       | §1.2.5      |
+    | share_source_embedding   | one embedding for both languages (one vocabulary)         |             |
+    | pad_id                   | the padding token of both vocabularies (masked as a key)  | eq. (10)    |
+    | dtype                    | "float32" (training) or "float64" (gradient checks)       |             |
+
+    The config is frozen; `dataclasses.replace(config, d_model=256)` gives a validated copy.
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 512
+    n_heads: int = 8
+    d_ff: int = 2048
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    dropout: float = 0.1
+    max_len: int = 512
+    positional: str = "sinusoidal"
+    positional_base: float = 10000.0
+    norm_variant: str = "thesis"
+    norm_eps: float = 1e-6
+    norm_placement: str = "post"
+    activation: str = "relu"
+    attention: str = "full"
+    tie_embeddings: bool = False
+    share_source_embedding: bool = False
+    pad_id: int = 0
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        self.validate()
+
+    @classmethod
+    def base(cls, src_vocab_size, tgt_vocab_size, **overrides):
+        """The base model of Vaswani et al. (2017), Table 3: d_model 512, 8 heads, d_ff 2048,
+        6 + 6 layers, dropout 0.1, post-norm, ReLU, sinusoidal positions, and the target
+        embedding tied to the projection (§3.4 of the paper). The paper also shares the source
+        embedding, with one vocabulary for both languages: pass share_source_embedding=True."""
+        paper = dict(d_model=512, n_heads=8, d_ff=2048, n_encoder_layers=6, n_decoder_layers=6,
+                     dropout=0.1, tie_embeddings=True)
+        return cls(src_vocab_size, tgt_vocab_size, **{**paper, **overrides})
+
+    @property
+    def d_k(self):
+        """The width of one head, d_model / n_heads (the thesis's k)."""
+        return self.d_model // self.n_heads
+
+    def validate(self):
+        """Raise a ValueError naming the first field whose value cannot build a model."""
+        for name in _SIZES:
+            _check_positive_integer(name, getattr(self, name))
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                _fail(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for name in _FLAGS:
+            if not isinstance(getattr(self, name), bool):
+                _fail(f"{name} must be true or false, got {getattr(self, name)!r}")
+        _check_number("dropout", self.dropout, lambda p: 0 <= p < 1, "in [0, 1)")
+        _check_number("norm_eps", self.norm_eps, lambda eps: eps > 0, "> 0")
+        _check_number("positional_base", self.positional_base, lambda N: N > 0, "> 0")
+        self._check_sizes_fit()
+
+    def _check_sizes_fit(self):
+        if self.d_model % self.n_heads:
+            _fail(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads} "
+                  f"(each head has d_k = d_model / n_heads)")
+        if self.positional == "sinusoidal" and self.d_model % 2:
+            _fail(f"d_model={self.d_model} must be even for the sinusoidal positional encoding "
+                  f"(its entries come in sin/cos pairs, eq. (1))")
+        vocabulary = min(self.src_vocab_size, self.tgt_vocab_size)
+        if not _is_integer(self.pad_id) or not 0 <= self.pad_id < vocabulary:
+            _fail(f"pad_id must be an id of both vocabularies, in [0, {vocabulary}), got {self.pad_id!r}")
+        if self.share_source_embedding and self.src_vocab_size != self.tgt_vocab_size:
+            _fail(f"share_source_embedding needs one vocabulary for both languages, got "
+                  f"src_vocab_size={self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text):
+        """The config written by `to_json`. Unknown or missing keys are a ValueError naming them."""
+        values = json.loads(text)
+        if not isinstance(values, dict):
+            _fail(f"a config must be a JSON object, got {type(values).__name__}")
+        fields = {field.name: field for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            _fail(f"unknown keys {unknown}; the fields are {list(fields)}")
+        missing = [name for name, field in fields.items()
+                   if name not in values and field.default is dataclasses.MISSING]
+        if missing:
+            _fail(f"missing keys {missing}")
+        return cls(**values)
+
+    def save(self, path):
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path):
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def _fail(message):
+    raise ValueError(f"TransformerConfig: {message}")
+
+
+def _is_integer(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_positive_integer(name, value):
+    if not _is_integer(value) or value <= 0:
+        _fail(f"{name} must be a positive integer, got {value!r}")
+
+
+def _check_number(name, value, holds, requirement):
+    is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (is_number and holds(value)):
+        _fail(f"{name} must be a number {requirement}, got {value!r}")

@@ -1,0 +1,316 @@
+"""The encoder-decoder Transformer of thesis §1.2, read top to bottom as its Figure 2.
+
+    source ids (b, n)                            target ids (b, n′)
+      │ √d · Embedding + P[:n], dropout            │ √d · Embedding + P[:n′], dropout
+      ▼                                            ▼
+    EncoderLayer × L ── memory Z (b, n, d) ──►  DecoderLayer × L
+      (self-attention, FFN)                        (masked self-attention, cross-attention on Z, FFN)
+                                                   ▼ Y (b, n′, d)
+                                                 Y · P → logits (b, n′, l)
+
+Each layer wraps its sub-layers in the "Add & Norm" of Figure 2: post-norm as the thesis and
+the paper, LayerNorm(x + Dropout(sublayer(x))), or pre-norm, x + Dropout(sublayer(LayerNorm(x))),
+whose stacks end with one more LayerNorm. Every hyper-parameter comes from a
+`TransformerConfig`; `analytic_parameter_count` counts the parameters it implies (chapter 2).
+
+    from numpy_transformer.model import Transformer, TransformerConfig
+"""
+import numpy as np
+
+from numpy_transformer.attention import MultiHeadAttention
+from numpy_transformer.config import TransformerConfig
+from numpy_transformer.masks import padding_mask, self_attention_mask
+from numpy_transformer.nn import Dropout, Embedding, FeedForward, LayerNorm, Linear, Module
+from numpy_transformer.positional import PositionalEncoding
+
+__all__ = ["TransformerConfig", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer",
+           "count_parameters", "analytic_parameter_count"]
+
+
+def layer_norm(config):
+    """LayerNorm of eq. (2) over d_model, the variant and ε of the config."""
+    return LayerNorm(config.d_model, config.norm_eps, config.norm_variant, config.dtype)
+
+
+def multi_head_attention(config, rng):
+    """MultiHead of eqs. (3)–(7), dropout on the attention weights (config.attention is "full",
+    the only kind so far)."""
+    return MultiHeadAttention(config.d_model, config.n_heads, rng, config.dropout, dtype=config.dtype)
+
+
+def feed_forward(config, rng):
+    """The position-wise FFN of §1.2.4, d_model → d_ff → d_model."""
+    return FeedForward(config.d_model, config.d_ff, rng, config.activation, config.dropout, config.dtype)
+
+
+class ResidualLayer(Module):
+    """What the encoder and decoder layers share: the "Add & Norm" around each sub-layer."""
+
+    def __init__(self, config, rng):
+        super().__init__()
+        self.pre_norm = config.norm_placement == "pre"
+        self.dropout = Dropout(config.dropout, rng)
+
+    def add_and_norm(self, x, sublayer, norm):
+        """(batch, n, d) → (batch, n, d):
+
+            post-norm (thesis §1.2.2):  LayerNorm(x + Dropout(sublayer(x)))
+            pre-norm:                   x + Dropout(sublayer(LayerNorm(x)))
+
+        The dropout on the sub-layer's output is the paper's "residual dropout" (§5.4).
+        """
+        if self.pre_norm:
+            return x + self.dropout(sublayer(norm(x)))
+        return norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(ResidualLayer):
+    """The transformer block f_θ: ℝ^{n×d} → ℝ^{n×d} of thesis §1.2.2 (Figure 5):
+
+        u = LayerNorm(x + Dropout(MultiHead(x)))        self-attention, eqs. (3)–(7), (2)
+        z = LayerNorm(u + Dropout(FFN(u)))              §1.2.4
+
+    (post-norm; pre-norm moves each LayerNorm in front of its sub-layer, see `add_and_norm`).
+    θ is W_q, W_k, W_v, W_c, the FFN's W₁, b₁, W₂, b₂ and the two LayerNorms' γ, β.
+    """
+
+    def __init__(self, config, rng):
+        super().__init__(config, rng)
+        self.self_attn = multi_head_attention(config, rng)
+        self.feed_forward = feed_forward(config, rng)
+        self.norm_1, self.norm_2 = layer_norm(config), layer_norm(config)
+
+    def forward(self, x, src_mask):
+        """x: (batch, n_src, d); src_mask: boolean (batch, 1, 1, n_src), False at padding keys."""
+        u = self.add_and_norm(x, lambda h: self.self_attn(h, mask=src_mask), self.norm_1)
+        return self.add_and_norm(u, self.feed_forward, self.norm_2)
+
+
+class DecoderLayer(ResidualLayer):
+    """One decoder block of thesis §1.2.5 (Figure 2, right):
+
+        u = LayerNorm(y + Dropout(MaskedMultiHead(y)))          eq. (10): query i sees keys j ≤ i
+        v = LayerNorm(u + Dropout(MultiHead(u, memory)))        cross-attention: Q from u, K, V from Z
+        z = LayerNorm(v + Dropout(FFN(v)))                      §1.2.4
+    """
+
+    def __init__(self, config, rng):
+        super().__init__(config, rng)
+        self.self_attn = multi_head_attention(config, rng)
+        self.cross_attn = multi_head_attention(config, rng)
+        self.feed_forward = feed_forward(config, rng)
+        self.norm_1, self.norm_2, self.norm_3 = layer_norm(config), layer_norm(config), layer_norm(config)
+
+    def forward(self, y, memory, src_mask, tgt_mask, cache=None):
+        """y: (batch, n_tgt, d); memory: the encoder output Z (batch, n_src, d);
+        src_mask: (batch, 1, 1, n_src); tgt_mask: (batch, 1, n_tgt, n_keys) or None.
+
+        `cache`, a dict kept by the caller, holds this layer's keys and values for incremental
+        decoding: cache["self"] grows by the new positions at every call, cache["cross"] holds
+        the memory's projections (see MultiHeadAttention.forward).
+        """
+        self_cache = cross_cache = None
+        if cache is not None:
+            self_cache, cross_cache = cache.setdefault("self", {}), cache.setdefault("cross", {})
+        u = self.add_and_norm(y, lambda h: self.self_attn(h, mask=tgt_mask, cache=self_cache), self.norm_1)
+        v = self.add_and_norm(u, lambda h: self.cross_attn(h, memory, src_mask, cache=cross_cache), self.norm_2)
+        return self.add_and_norm(v, self.feed_forward, self.norm_3)
+
+
+class Stack(Module):
+    """What the encoder and decoder stacks share (Figure 2, bottom to top): the token embedding
+    √d · X Wᴱ (§1.2), plus the positions P[start : start + n] and dropout (§1.2.1, eq. (1)),
+    the layers, and, in pre-norm only, a final LayerNorm (post-norm layers already end with one).
+    """
+
+    def __init__(self, config, embedding, layer, n_layers, rng):
+        super().__init__()
+        self.embedding = embedding
+        self.positional = PositionalEncoding(config.d_model, config.max_len, config.dropout, rng,
+                                             config.positional, config.positional_base, config.dtype)
+        self.layers = [layer(config, rng) for _ in range(n_layers)]
+        self.final_norm = layer_norm(config) if config.norm_placement == "pre" else None
+
+    def embed(self, ids, start=0):
+        """ids (batch, n) → √d · Wᴱ[ids] + P[start : start + n], dropout: (batch, n, d)."""
+        return self.positional(self.embedding(ids), start)
+
+    def finish(self, x):
+        """The stack's output: LayerNorm(x) in pre-norm, x itself in post-norm."""
+        return x if self.final_norm is None else self.final_norm(x)
+
+
+class Encoder(Stack):
+    """The encoder: f_θ_L ∘ … ∘ f_θ_1 (X) of §1.2.2, X the embedded, position-aware source."""
+
+    def __init__(self, config, embedding, rng):
+        super().__init__(config, embedding, EncoderLayer, config.n_encoder_layers, rng)
+
+    def forward(self, src_ids, src_mask):
+        """src_ids (batch, n_src) → memory Z (batch, n_src, d)."""
+        x = self.embed(src_ids)                                      # (batch, n_src, d)
+        for layer in self.layers:
+            x = layer(x, src_mask)
+        return self.finish(x)
+
+
+class Decoder(Stack):
+    """The decoder of §1.2.5: the embedded target through L decoder layers, each attending to
+    the encoder output."""
+
+    def __init__(self, config, embedding, rng):
+        super().__init__(config, embedding, DecoderLayer, config.n_decoder_layers, rng)
+
+    def forward(self, tgt_ids, memory, src_mask, tgt_mask, cache=None, start=0):
+        """tgt_ids (batch, n_tgt) at positions start … start + n_tgt − 1 → Y (batch, n_tgt, d).
+        `cache` (a dict) gets one entry per layer, cache[i], for incremental decoding."""
+        y = self.embed(tgt_ids, start)                               # (batch, n_tgt, d)
+        for i, layer in enumerate(self.layers):
+            y = layer(y, memory, src_mask, tgt_mask, None if cache is None else cache.setdefault(i, {}))
+        return self.finish(y)
+
+
+class Transformer(Module):
+    """The encoder-decoder Transformer of thesis §1.2 (Figure 2), built from a TransformerConfig.
+
+    Parameters: encoder.embedding (Wᴱ of the source), encoder.positional (learned only),
+    encoder.layers.i.*, decoder.embedding, decoder.positional, decoder.layers.i.*, the final
+    norms (pre-norm) and projection.weight (P ∈ ℝ^{d × l}, untied only). With
+    `share_source_embedding` the encoder uses the decoder's embedding (listed once, under
+    encoder.embedding.weight).
+
+    Tied embeddings (`tie_embeddings`, the paper's §3.4): P = Wᴱᵀ of the target, unscaled, so
+    logits = Y Wᴱᵀ. The √d of §1.2 belongs to the lookup only: Wᴱ starts as N(0, 1/d) and Y,
+    a LayerNorm output, has entries of unit scale, so the tied logits start with unit variance.
+    """
+
+    def __init__(self, config, rng):
+        super().__init__()
+        self.config = config
+        src_embedding = Embedding(config.src_vocab_size, config.d_model, rng, dtype=config.dtype)
+        tgt_embedding = src_embedding if config.share_source_embedding else \
+            Embedding(config.tgt_vocab_size, config.d_model, rng, dtype=config.dtype)
+        self.encoder = Encoder(config, src_embedding, rng)
+        self.decoder = Decoder(config, tgt_embedding, rng)
+        self.projection = None if config.tie_embeddings else \
+            Linear(config.d_model, config.tgt_vocab_size, rng, bias=False, dtype=config.dtype)
+
+    def source_mask(self, src_ids):
+        """(batch, 1, 1, n_src): every query may attend to the real source tokens (not padding).
+        The mask of the encoder's self-attention and of the decoder's cross-attention."""
+        return padding_mask(src_ids, self.config.pad_id)
+
+    def target_mask(self, tgt_ids):
+        """(batch, 1, n_tgt, n_tgt): the causal M of eq. (10) and the target's padding."""
+        return self_attention_mask(tgt_ids, self.config.pad_id, causal=True)
+
+    def encode(self, src_ids, src_mask):
+        """src_ids (batch, n_src) → memory Z (batch, n_src, d)."""
+        src_ids = self._checked_ids("src_ids", src_ids, self.config.src_vocab_size)
+        return self.encoder(src_ids, src_mask)
+
+    def decode(self, memory, src_mask, tgt_ids, tgt_mask, cache=None, start=0):
+        """tgt_ids (batch, n_tgt) at positions start, … → Y (batch, n_tgt, d), attending to memory.
+
+        For incremental decoding pass the same dict as `cache` at every step, the new token(s)
+        as tgt_ids, their first position as `start`, and tgt_mask None (or a mask covering every
+        position so far); the outputs equal those of one decode over the whole prefix.
+        """
+        tgt_ids = self._checked_ids("tgt_ids", tgt_ids, self.config.tgt_vocab_size, start)
+        expected = (tgt_ids.shape[0], self.config.d_model)
+        if memory.ndim != 3 or (memory.shape[0], memory.shape[2]) != expected:
+            raise ValueError(f"decode: memory must have shape (batch={expected[0]}, n_src, "
+                             f"d_model={expected[1]}) to fit tgt_ids of shape {tgt_ids.shape}, "
+                             f"got {tuple(memory.shape)}")
+        return self.decoder(tgt_ids, memory, src_mask, tgt_mask, cache, start)
+
+    def project(self, y):
+        """Logits Y · P of §1.2.5: (batch, n_tgt, d) → (batch, n_tgt, tgt_vocab_size); a softmax
+        over the last axis gives p(y_t | y_<t, x)."""
+        if self.projection is None:
+            return y @ self.decoder.embedding.weight.T
+        return self.projection(y)
+
+    def forward(self, src_ids, tgt_ids):
+        """Logits (batch, n_tgt, tgt_vocab_size) of every target position, the masks built from
+        config.pad_id: source padding for the encoder and the cross-attention, causal and
+        target padding for the decoder's self-attention (teacher forcing)."""
+        src_ids = self._checked_ids("src_ids", src_ids, self.config.src_vocab_size)
+        tgt_ids = self._checked_ids("tgt_ids", tgt_ids, self.config.tgt_vocab_size)
+        if src_ids.shape[0] != tgt_ids.shape[0]:
+            raise ValueError(f"src_ids and tgt_ids must have the same batch size, got shapes "
+                             f"{src_ids.shape} and {tgt_ids.shape}")
+        src_mask = self.source_mask(src_ids)                         # (batch, 1, 1, n_src)
+        memory = self.encode(src_ids, src_mask)                      # (batch, n_src, d)
+        y = self.decode(memory, src_mask, tgt_ids, self.target_mask(tgt_ids))  # (batch, n_tgt, d)
+        return self.project(y)                                       # (batch, n_tgt, tgt_vocab_size)
+
+    def _checked_ids(self, name, ids, vocab_size, start=0):
+        """ids as an integer array (batch, n) with ids in [0, vocab_size) and positions
+        start … start + n − 1 below max_len, or a ValueError naming `name`."""
+        ids = np.asarray(getattr(ids, "data", ids))
+        if ids.ndim != 2 or ids.shape[1] == 0 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"{name} must be a non-empty integer array of shape (batch, n), "
+                             f"got {ids.dtype} of shape {ids.shape}")
+        outside = (ids < 0) | (ids >= vocab_size)
+        if outside.any():
+            position = tuple(int(i) for i in np.argwhere(outside)[0])
+            raise ValueError(f"{name}: id {ids[position]} at position {position} (shape {ids.shape}) "
+                             f"is outside the vocabulary [0, {vocab_size})")
+        if start + ids.shape[1] > self.config.max_len:
+            last = start + ids.shape[1] - 1
+            raise ValueError(f"{name} of shape {ids.shape} at positions {start}..{last} "
+                             f"is longer than max_len={self.config.max_len}")
+        return ids
+
+
+def count_parameters(model):
+    """The number of trainable scalars of `model` (a tied or shared Tensor counts once)."""
+    return sum(p.size for p in model.parameters())
+
+
+def analytic_parameter_count(config):
+    """The parameters a configuration implies, in closed form, by component (thesis chapter 2).
+
+    Chapter 2 of the thesis measures a language model by its number of parameters (its
+    Table 1: GPT-1 117 million … Minerva 540 billion). For the model of chapter 1, with
+    d = d_model, m = d_ff, l_s, l_t the vocabularies, L_e, L_d the layers, n_max = max_len:
+
+        component      parameters                    what they are
+        embeddings     (l_s + l_t) d                 Wᴱ of each language (l_t d when shared)
+        positional     2 n_max d                     a learned P per stack (eq. (1) has none)
+        attention      (L_e + 2 L_d) · 4(d² + d)     W_q, W_k, W_v, W_c ∈ ℝ^{d×d}, biases; eqs. (3), (7)
+        feed_forward   (L_e + L_d) · (2dm + m + d)   W₁, b₁, W₂, b₂ of §1.2.4 (SwiGLU: 3dm + 2m + d)
+        layer_norms    (2 L_e + 3 L_d) · 2d          γ, β of eq. (2) per sub-layer (pre-norm: + 2 · 2d)
+        projection     d l_t                         P ∈ ℝ^{d×l} of §1.2.5 (0 when tied to Wᴱ)
+
+    The decoder layer has two attentions (self and cross) and three LayerNorms.
+    The number of heads does not appear: splitting W_q into H blocks (eq. (3)) changes no count.
+    Returns a dict of these components (ints) and their "total".
+
+    The paper's base model (d 512, H 8, m 2048, L 6 + 6, one vocabulary of about 37,000
+    tokens shared by the source and target embeddings and the projection) comes out at
+    63,082,496 ≈ 63.1M here; Table 3 of Vaswani et al. prints 65 × 10⁶, 3% more, which is
+    more than its rounding. Their big model (d 1024, H 16, m 4096) comes out at 214.2M
+    against the printed 213 × 10⁶, 0.6% less. The paper says neither how it counted nor the
+    exact vocabulary size ("about 37000"), so the gap cannot be pinned down here; the
+    per-layer terms agree with its Table 3 (N = 8 and N = 2 differ by 44 × 10⁶ there, by
+    44.1M here).
+    """
+    d, m = config.d_model, config.d_ff
+    n_attention = config.n_encoder_layers + 2 * config.n_decoder_layers
+    n_feed_forward = config.n_encoder_layers + config.n_decoder_layers
+    n_norms = 2 * config.n_encoder_layers + 3 * config.n_decoder_layers + \
+        (2 if config.norm_placement == "pre" else 0)
+    feed_forward_size = 3 * d * m + 2 * m + d if config.activation == "swiglu" else 2 * d * m + m + d
+    vocabularies = config.tgt_vocab_size + (0 if config.share_source_embedding else config.src_vocab_size)
+    counts = {
+        "embeddings": vocabularies * d,
+        "positional": 2 * config.max_len * d if config.positional == "learned" else 0,
+        "attention": n_attention * 4 * (d * d + d),
+        "feed_forward": n_feed_forward * feed_forward_size,
+        "layer_norms": n_norms * 2 * d,
+        "projection": 0 if config.tie_embeddings else d * config.tgt_vocab_size,
+    }
+    counts["total"] = sum(counts.values())
+    return counts
