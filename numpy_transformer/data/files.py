@@ -1,0 +1,85 @@
+"""Local parallel corpora: JSON lines, CSV, TSV or Parquet files read through `datasets`.
+
+Two layouts are accepted, for a language pair such as en-it:
+  - the opus_books schema, one row per pair: {"id": "0", "translation": {"en": "…", "it": "…"}}
+    (the `id` column is optional);
+  - two columns named by the languages: `en` and `it` (a header row in CSV/TSV).
+
+    data.jsonl   {"id": "0", "translation": {"en": "Hello.", "it": "Ciao."}}
+    data.tsv     en<TAB>it
+                 Hello.<TAB>Ciao.
+
+A file that is empty, cannot be parsed, lacks the columns, or has a row without text gives one
+`ValueError` naming the file and the problem.
+"""
+from pathlib import Path
+
+from numpy_transformer.data.corpus import SPLIT_FRACTIONS, Pair, make_splits
+
+FORMATS = {".jsonl": ("json", {}), ".json": ("json", {}), ".csv": ("csv", {}),
+           ".tsv": ("csv", {"delimiter": "\t"}), ".parquet": ("parquet", {})}
+
+
+def is_data_file(name):
+    """True if `name` has the suffix of a format this module reads."""
+    return Path(str(name)).suffix.lower() in FORMATS
+
+
+def load_pairs_file(path, languages=("en", "it"), cache_dir=None):
+    """The sentence pairs of a local file (a list of `Pair`), in file order."""
+    path = Path(path)
+    table = _read(path, cache_dir)
+    source, target = languages
+    if "translation" in table.column_names:
+        _check_translation_languages(path, table, languages)
+        rows = ((row.get(source), row.get(target)) if isinstance(row, dict) else (None, None)
+                for row in table["translation"])
+    elif source in table.column_names and target in table.column_names:
+        rows = zip(table[source], table[target])
+    else:
+        raise ValueError(f"{path}: expected a 'translation' column holding {{{source!r}, {target!r}}} or two "
+                         f"columns {source!r} and {target!r}; found columns {table.column_names}")
+    return [_pair(path, number, texts, languages) for number, texts in enumerate(rows, start=1)]
+
+
+def file_splits(path, languages=("en", "it"), subset=None, subset_mode="first", seed=0,
+                fractions=SPLIT_FRACTIONS, cache_dir=None):
+    """A local file's pairs split (seeded) into train, validation and test (a `DataSplits`)."""
+    pairs = load_pairs_file(path, languages, cache_dir)
+    return make_splits(pairs, f"local file {Path(path)} ({len(pairs)} pairs)", subset, subset_mode, seed, fractions,
+                       languages)
+
+
+def _read(path, cache_dir):
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    if not is_data_file(path):
+        raise ValueError(f"{path}: unknown format {path.suffix!r}; use one of {', '.join(FORMATS)}")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{path}: the file is empty")
+    import datasets
+
+    builder, options = FORMATS[path.suffix.lower()]
+    try:
+        table = datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir, **options)
+    except Exception as error:  # datasets and pyarrow raise many types; each means "cannot parse"
+        reason = error.__cause__ or error
+        raise ValueError(f"{path}: cannot read it as {builder.upper()} ({type(reason).__name__}: {reason})") from None
+    if len(table) == 0:
+        raise ValueError(f"{path}: the file has no rows")
+    return table
+
+
+def _check_translation_languages(path, table, languages):
+    found = table.features["translation"]
+    names = sorted(getattr(found, "languages", None) or (found.keys() if isinstance(found, dict) else []))
+    if names and not set(languages) <= set(names):
+        raise ValueError(f"{path}: the 'translation' column has the languages {names}, not {list(languages)}; "
+                         f"choose the pair with pair='xx-yy'")
+
+
+def _pair(path, number, texts, languages):
+    for text, language in zip(texts, languages):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{path}: row {number} has no {language!r} text (found {text!r})")
+    return Pair(*texts)

@@ -1,0 +1,151 @@
+"""Word-level tokenizers, as in the thesis's experiments (§3.1): the `tokenizers` library's
+WordLevel model, the Whitespace pre-tokenizer (words and runs of punctuation: `l'uomo.` →
+`l` `'` `uomo` `.`), the special tokens [UNK] [PAD] [SOS] [EOS], and a vocabulary of the words
+seen at least twice in the training split (min_frequency 2): rarer words become [UNK].
+
+One tokenizer per language, saved beside the model as `tokenizer_en.json` and
+`tokenizer_it.json`.
+
+    >>> en = WordTokenizer.train(["the cat eats .", "the dog eats ."], "en")
+    >>> en.encode("the cat eats .")        # `cat` was seen once: [UNK]
+    [6, 0, 5, 4]
+"""
+import os
+import re
+from pathlib import Path
+
+from numpy_transformer.data.detokenize import detokenize
+
+SPECIAL_TOKENS = ("[UNK]", "[PAD]", "[SOS]", "[EOS]")
+UNK, PAD, SOS, EOS = SPECIAL_TOKENS
+MIN_FREQUENCY = 2
+FILE_NAME = re.compile(r"tokenizer_([A-Za-z_-]+)\.json$")
+
+
+class WordTokenizer:
+    """A `tokenizers.Tokenizer` with a WordLevel model, and the language it is for (which
+    detokenizing rules apply)."""
+
+    def __init__(self, tokenizer, language):
+        self.tokenizer, self.language = tokenizer, language
+        missing = [token for token in SPECIAL_TOKENS if tokenizer.token_to_id(token) is None]
+        if missing:
+            raise ValueError(f"tokenizer for {language!r} lacks the special tokens {missing}")
+
+    @classmethod
+    def train(cls, sentences, language, min_frequency=MIN_FREQUENCY):
+        """Learn the vocabulary from an iterable of sentences: the special tokens first (ids 0–3:
+        [UNK] [PAD] [SOS] [EOS]), then every word seen at least `min_frequency` times."""
+        from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+        tokenizer = Tokenizer(models.WordLevel(unk_token=UNK))
+        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+        trainer = trainers.WordLevelTrainer(min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS),
+                                            show_progress=False)
+        tokenizer.train_from_iterator(sentences, trainer=trainer)
+        return cls(tokenizer, language)
+
+    @classmethod
+    def load(cls, path, language=None):
+        """Read a tokenizer saved by `save`. The language defaults to the one in the file name
+        (tokenizer_it.json → 'it')."""
+        from tokenizers import Tokenizer
+
+        path = Path(path)
+        if language is None:
+            match = FILE_NAME.search(path.name)
+            if not match:
+                raise ValueError(f"{path}: cannot tell the language from the file name; pass language=")
+            language = match.group(1)
+        if not path.is_file():
+            raise FileNotFoundError(f"no tokenizer file at {path}")
+        try:
+            return cls(Tokenizer.from_file(str(path)), language)
+        except Exception as error:  # the tokenizers library raises a bare Exception on bad JSON
+            raise ValueError(f"{path}: not a tokenizer file ({error})") from None
+
+    def save(self, path):
+        """Write the tokenizer as JSON, atomically (a temporary file renamed into place)."""
+        path = Path(path)
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(self.tokenizer.to_str(), encoding="utf-8")
+        os.replace(temporary, path)
+
+    def encode(self, text):
+        """Token ids of `text`, without special tokens."""
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def tokens(self, text):
+        return self.tokenizer.encode(text, add_special_tokens=False).tokens
+
+    def decode(self, ids):
+        """The tokens of `ids` joined by spaces, special tokens dropped ([UNK] too)."""
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
+
+    def detokenize(self, ids):
+        """Written text from `ids`: `decode`, then the rules of `detokenize` for this language."""
+        return detokenize(self.decode(ids), self.language)
+
+    def word_indices(self, text):
+        """For each token of `text`, the index of the space-separated word it comes from: the
+        built-in corpus aligns words (`l'` is one word), the model sees tokens (`l` and `'`)."""
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        starts = [match.start() for match in re.finditer(r"\S+", text)]
+        return [sum(start <= begin for start in starts) - 1 for begin, _ in encoding.offsets]
+
+    def unknown_words(self, text):
+        """The words of `text` that are not in the vocabulary (they encode as [UNK])."""
+        pieces = self.tokenizer.pre_tokenizer.pre_tokenize_str(text)
+        return [piece for piece, _ in pieces if self.tokenizer.token_to_id(piece) is None]
+
+    def count_unknown(self, texts):
+        """(unknown tokens, all tokens) over an iterable of texts."""
+        unknown = total = 0
+        for text in texts:
+            ids = self.encode(text)
+            unknown += sum(i == self.unk_id for i in ids)
+            total += len(ids)
+        return unknown, total
+
+    @property
+    def vocab_size(self):
+        return self.tokenizer.get_vocab_size()
+
+    @property
+    def unk_id(self):
+        return self.tokenizer.token_to_id(UNK)
+
+    @property
+    def pad_id(self):
+        return self.tokenizer.token_to_id(PAD)
+
+    @property
+    def sos_id(self):
+        return self.tokenizer.token_to_id(SOS)
+
+    @property
+    def eos_id(self):
+        return self.tokenizer.token_to_id(EOS)
+
+
+def tokenizer_path(directory, language):
+    return Path(directory) / f"tokenizer_{language}.json"
+
+
+def train_tokenizers(splits, min_frequency=MIN_FREQUENCY):
+    """(source, target) tokenizers trained on the training split of a `DataSplits` only (the
+    validation and test words the model never saw stay unknown, as they would in use)."""
+    source = WordTokenizer.train((pair.src for pair in splits.train), splits.src_language, min_frequency)
+    target = WordTokenizer.train((pair.tgt for pair in splits.train), splits.tgt_language, min_frequency)
+    return source, target
+
+
+def save_tokenizers(directory, *tokenizers):
+    """Write each tokenizer to `directory`/tokenizer_<language>.json."""
+    for tokenizer in tokenizers:
+        tokenizer.save(tokenizer_path(directory, tokenizer.language))
+
+
+def load_tokenizers(directory, *languages):
+    """The tokenizers saved in `directory` for `languages`, in that order."""
+    return tuple(WordTokenizer.load(tokenizer_path(directory, language), language) for language in languages)
