@@ -5,6 +5,7 @@ import sys
 import numpy as np
 
 from numpy_transformer import __version__
+from numpy_transformer.benchmarks import add_bench_command
 
 
 def gradcheck_command(args):
@@ -37,6 +38,7 @@ def build_parser():
     check = commands.add_parser("gradcheck", help="gradient-check every primitive op of the engine")
     check.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     check.set_defaults(run=gradcheck_command)
+    add_bench_command(commands)
     return parser
 
 

@@ -13,13 +13,16 @@ import dataclasses
 import json
 import numbers
 from pathlib import Path
+from typing import Optional
 
 from autograd.functional.layer_norm import VARIANTS as NORM_VARIANTS
+from numpy_transformer.attention.variants import (ATTENTION_KINDS, CAUSAL_KINDS, DEFAULTS as ATTENTION_DEFAULTS,
+                                                  MODEL_OPTIONS as ATTENTION_MODEL_OPTIONS, attention_options,
+                                                  options_for)
 from numpy_transformer.nn import ACTIVATIONS
 from numpy_transformer.positional import KINDS as POSITIONAL_KINDS
 
 NORM_PLACEMENTS = ("post", "pre")
-ATTENTION_KINDS = ("full",)
 DTYPES = ("float32", "float64")
 
 _SIZES = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "n_encoder_layers",
@@ -51,7 +54,12 @@ class TransformerConfig:
     | norm_eps                 | ε                                                         | 1e-6        |
     | norm_placement           | "post" (LayerNorm(x + f(x)), the thesis) or "pre"         | §1.2.2      |
     | activation               | "relu" (the thesis), "gelu" or "swiglu"                   | §1.2.4      |
-    | attention                | the attention of the self-attention sub-layers            | eq. (5)     |
+    | attention                | the encoder's self-attention: "full" or a variant of      | eq. (5),    |
+    |                          | chapter 2 (numpy_transformer.attention.variants)          | §2.1        |
+    | decoder_attention        | the decoder's masked self-attention, a causal-capable     | eq. (10)    |
+    |                          | kind; None: the same as `attention`                       |             |
+    | attention_options        | the variants' options, e.g. {"window": 8}; each must be   |             |
+    |                          | taken by one of the two kinds (cross-attention is "full") |             |
     | tie_embeddings           | the projection P is the target embedding transposed       | §1.2.5      |
     | share_source_embedding   | one embedding for both languages (one vocabulary)         |             |
     | pad_id                   | the padding token of both vocabularies (masked as a key)  | eq. (10)    |
@@ -76,13 +84,24 @@ class TransformerConfig:
     norm_placement: str = "post"
     activation: str = "relu"
     attention: str = "full"
+    decoder_attention: Optional[str] = None
+    attention_options: dict = dataclasses.field(default_factory=dict, hash=False)
     tie_embeddings: bool = False
     share_source_embedding: bool = False
     pad_id: int = 0
     dtype: str = "float32"
 
     def __post_init__(self):
+        # a copy with lists for tuples, as JSON gives them back (so the round trip is equal)
+        options = {name: list(value) if isinstance(value, tuple) else value
+                   for name, value in dict(self.attention_options).items()}
+        object.__setattr__(self, "attention_options", options)
         self.validate()
+
+    @property
+    def decoder_self_attention(self):
+        """The kind of the decoder's masked self-attention: decoder_attention, or `attention`."""
+        return self.attention if self.decoder_attention is None else self.decoder_attention
 
     @classmethod
     def base(cls, src_vocab_size, tgt_vocab_size, **overrides):
@@ -112,7 +131,27 @@ class TransformerConfig:
         _check_number("dropout", self.dropout, lambda p: 0 <= p < 1, "in [0, 1)")
         _check_number("norm_eps", self.norm_eps, lambda eps: eps > 0, "> 0")
         _check_number("positional_base", self.positional_base, lambda N: N > 0, "> 0")
+        self._check_attention()
         self._check_sizes_fit()
+
+    def _check_attention(self):
+        if self.decoder_attention is not None and self.decoder_attention not in ATTENTION_KINDS:
+            _fail(f"decoder_attention must be None or one of {ATTENTION_KINDS}, got {self.decoder_attention!r}")
+        if self.decoder_self_attention not in CAUSAL_KINDS:
+            _fail(f"the decoder's self-attention must be causal, and attention {self.decoder_self_attention!r} "
+                  f"is not; the causal-capable kinds are {CAUSAL_KINDS}: set decoder_attention to one of them")
+        if not isinstance(self.attention_options, dict):
+            _fail(f"attention_options must be a dict, got {type(self.attention_options).__name__}")
+        kinds = (self.attention, self.decoder_self_attention)
+        for name in self.attention_options:
+            if name in ATTENTION_MODEL_OPTIONS or not any(name in ATTENTION_DEFAULTS[kind] for kind in kinds):
+                _fail(f"attention_options: {name!r} is not an option of attention {kinds[0]!r} or decoder "
+                      f"attention {kinds[1]!r} (the model sets causal and max_len itself)")
+        for kind in kinds:
+            try:
+                attention_options(kind, options_for(kind, self.attention_options))
+            except ValueError as error:
+                _fail(str(error))
 
     def _check_sizes_fit(self):
         if self.d_model % self.n_heads:

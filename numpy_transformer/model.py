@@ -18,6 +18,7 @@ whose stacks end with one more LayerNorm. Every hyper-parameter comes from a
 import numpy as np
 
 from numpy_transformer.attention import MultiHeadAttention
+from numpy_transformer.attention.variants import options_for, share_projections_across_layers, variant_parameter_count
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.masks import padding_mask, self_attention_mask
 from numpy_transformer.nn import Dropout, Embedding, FeedForward, LayerNorm, Linear, Module
@@ -32,10 +33,13 @@ def layer_norm(config):
     return LayerNorm(config.d_model, config.norm_eps, config.norm_variant, config.dtype)
 
 
-def multi_head_attention(config, rng):
-    """MultiHead of eqs. (3)–(7), dropout on the attention weights (config.attention is "full",
-    the only kind so far)."""
-    return MultiHeadAttention(config.d_model, config.n_heads, rng, config.dropout, dtype=config.dtype)
+def multi_head_attention(config, rng, kind="full", causal=False):
+    """MultiHead of eqs. (3)–(7), dropout on the attention weights, its heads computed by the
+    attention `kind` ("full", or a variant of chapter 2 with config.attention_options; `causal`
+    for the decoder's self-attention). Cross-attention is always "full"."""
+    options = options_for(kind, config.attention_options, causal=causal, max_len=config.max_len)
+    return MultiHeadAttention(config.d_model, config.n_heads, rng, config.dropout, dtype=config.dtype,
+                              attention=kind, **options)
 
 
 def feed_forward(config, rng):
@@ -76,7 +80,7 @@ class EncoderLayer(ResidualLayer):
 
     def __init__(self, config, rng):
         super().__init__(config, rng)
-        self.self_attn = multi_head_attention(config, rng)
+        self.self_attn = multi_head_attention(config, rng, config.attention)
         self.feed_forward = feed_forward(config, rng)
         self.norm_1, self.norm_2 = layer_norm(config), layer_norm(config)
 
@@ -96,7 +100,7 @@ class DecoderLayer(ResidualLayer):
 
     def __init__(self, config, rng):
         super().__init__(config, rng)
-        self.self_attn = multi_head_attention(config, rng)
+        self.self_attn = multi_head_attention(config, rng, config.decoder_self_attention, causal=True)
         self.cross_attn = multi_head_attention(config, rng)
         self.feed_forward = feed_forward(config, rng)
         self.norm_1, self.norm_2, self.norm_3 = layer_norm(config), layer_norm(config), layer_norm(config)
@@ -145,6 +149,7 @@ class Encoder(Stack):
 
     def __init__(self, config, embedding, rng):
         super().__init__(config, embedding, EncoderLayer, config.n_encoder_layers, rng)
+        share_projections_across_layers([layer.self_attn for layer in self.layers])
 
     def forward(self, src_ids, src_mask):
         """src_ids (batch, n_src) → memory Z (batch, n_src, d)."""
@@ -284,6 +289,8 @@ def analytic_parameter_count(config):
         layer_norms    (2 L_e + 3 L_d) · 2d          γ, β of eq. (2) per sub-layer (pre-norm: + 2 · 2d)
         projection     d l_t                         P ∈ ℝ^{d×l} of §1.2.5 (0 when tied to Wᴱ)
 
+    (attention also counts the E, F of a Linformer encoder, eq. (17): k′ n_max per matrix.)
+
     The decoder layer has two attentions (self and cross) and three LayerNorms.
     The number of heads does not appear: splitting W_q into H blocks (eq. (3)) changes no count.
     Returns a dict of these components (ints) and their "total".
@@ -307,7 +314,8 @@ def analytic_parameter_count(config):
     counts = {
         "embeddings": vocabularies * d,
         "positional": 2 * config.max_len * d if config.positional == "learned" else 0,
-        "attention": n_attention * 4 * (d * d + d),
+        "attention": n_attention * 4 * (d * d + d) + variant_parameter_count(
+            config.attention, config.attention_options, config.n_heads, config.max_len, config.n_encoder_layers),
         "feed_forward": n_feed_forward * feed_forward_size,
         "layer_norms": n_norms * 2 * d,
         "projection": 0 if config.tie_embeddings else d * config.tgt_vocab_size,

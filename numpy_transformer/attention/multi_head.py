@@ -17,8 +17,9 @@ heads are then one batched product: no Python loop over heads.
 """
 import numpy as np
 
-from autograd import concatenate
+from numpy_transformer.attention.cache import append_to_cache
 from numpy_transformer.attention.scaled_dot_product import scaled_dot_product_attention
+from numpy_transformer.attention.variants import attention_variant
 from numpy_transformer.nn import Dropout, Linear, Module
 
 
@@ -44,9 +45,16 @@ class MultiHeadAttention(Module):
     bias=False). Dropout with probability `dropout` acts on the attention weights, as in the
     paper's implementation. After each call `last_weights` holds the attention weights of
     every head as a NumPy array (batch, heads, n_q, n_k), before dropout, for analysis.
+
+    `attention` chooses how the heads attend: "full" (eq. (5)) or a variant of chapter 2,
+    "sparse", "window", "bigbird", "linear", "linformer" or "blockwise", with its `options`
+    (window, dilation, global_tokens, feature_map, k_proj, block_size, causal, …; see
+    numpy_transformer.attention.variants). The variants are self-attention only; their
+    `last_weights` is None, and attention dropout acts on full attention's weights only.
     """
 
-    def __init__(self, d_model, n_heads, rng, dropout=0.0, bias=True, dtype=np.float32):
+    def __init__(self, d_model, n_heads, rng, dropout=0.0, bias=True, dtype=np.float32, attention="full",
+                 **options):
         super().__init__()
         if n_heads <= 0 or d_model % n_heads:
             raise ValueError(f"MultiHeadAttention: d_model={d_model} must be divisible by "
@@ -57,6 +65,8 @@ class MultiHeadAttention(Module):
         self.W_v = Linear(d_model, d_model, rng, bias, dtype)
         self.W_c = Linear(d_model, d_model, rng, bias, dtype)
         self.dropout = Dropout(dropout, rng)
+        self.attention = attention
+        self.variant = attention_variant(attention, self.d_k, n_heads, rng, dtype, **options)
         self.last_weights = None
 
     def forward(self, query, key_value=None, mask=None, cache=None):
@@ -75,8 +85,15 @@ class MultiHeadAttention(Module):
           - cross-attention: the memory's keys and values are projected on the first call,
             stored in cache["k"], cache["v"] and reused afterwards (key_value is then not read).
         Step-by-step decoding with a cache gives the outputs of the full causal computation.
+        (A variant's cache: see numpy_transformer.attention.variants.)
         """
         Q = split_heads(self.W_q(query), self.n_heads)
+        if self.variant is not None:
+            if key_value is not None:
+                raise ValueError(f"MultiHeadAttention(attention={self.attention!r}) is self-attention only; "
+                                 f"cross-attention uses attention='full'")
+            self.last_weights = None
+            return self.W_c(merge_heads(self.variant(Q, *self._keys_values(query), mask, cache)))
         if key_value is None:
             K, V = self._self_keys_values(query, cache)
         else:
@@ -91,12 +108,7 @@ class MultiHeadAttention(Module):
 
     def _self_keys_values(self, x, cache):
         K, V = self._keys_values(x)
-        if cache is not None:
-            if "k" in cache:
-                K = concatenate([cache["k"], K], axis=-2)
-                V = concatenate([cache["v"], V], axis=-2)
-            cache["k"], cache["v"] = K, V
-        return K, V
+        return (K, V) if cache is None else append_to_cache(cache, K, V)
 
     def _cross_keys_values(self, memory, cache):
         if cache is None:
