@@ -1,0 +1,401 @@
+"""Decoding (thesis §1.1): the target y* = argmax_y Π_t p(y_t | y_<t, x) of a source x, approximately.
+
+There are |V|^n′ candidate sentences, so nobody takes that argmax exactly. Two approximations:
+
+- **greedy decoding** takes the most probable token at every step,
+
+      ŷ_t = argmax_v p(v | ŷ_<t, x),
+
+  which is not the most probable sentence: argmax_y Π_t p(y_t | y_<t, x) ≠ Π_t argmax_{y_t} p(y_t | y_<t, x)
+  (a likely first word can lead only to unlikely continuations);
+- **beam search** keeps the `beam_size` most probable hypotheses; at every step it extends each
+  of them by every token and keeps the top `beam_size` of the extensions.
+
+Scores are sums of log-probabilities, log P(y | x) = Σ_t log p(y_t | y_<t, x), the log_softmax
+of the projected logits; a hypothesis ends with EOS, whose probability counts in the sum (the
+EOS itself is not part of the returned tokens). Beam search ranks finished hypotheses by the
+length-normalised score of GNMT (Wu et al. 2016), log P(y | x) / lp(y), with
+
+    lp(y) = ((5 + |y|) / 6)^α,        |y| = the number of terms in the sum (EOS included),
+
+α = 0 giving the raw log-probability, which favours short sentences (every term is ≤ 0).
+
+Both decoders run the encoder once and the decoder one token per step (`IncrementalDecoder`);
+the key/value cache of the decoder's attention layers makes a step cost O(t·d) rather than the
+O(t²·d) of decoding the whole prefix again. Every step is batched over all sentences (× beams):
+one decoder call per step, shapes (rows, …).
+
+    from numpy_transformer.decoding import greedy_decode, beam_search
+    greedy_decode(model, src_ids, sos_id=1, eos_id=2)         # [[5, 9, 4], [7, 3]]: one list per sentence
+    beam_search(model, src_ids, sos_id=1, eos_id=2, beam_size=4, length_penalty=0.6)
+"""
+import contextlib
+import dataclasses
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+
+import autograd.functional as F
+from autograd import Tensor, no_grad
+from numpy_transformer.masks import causal_mask
+
+__all__ = ["greedy_decode", "beam_search", "beam_search_n_best", "Hypothesis", "IncrementalDecoder", "inference_mode",
+           "gnmt_length_penalty", "max_output_length", "sequence_log_prob"]
+
+EXTRA_OUTPUT_TOKENS = 50
+
+
+def gnmt_length_penalty(length, alpha):
+    """lp(y) = ((5 + |y|) / 6)^α of GNMT (Wu et al. 2016, §7); lp = 1 for |y| = 1 or α = 0.
+
+    length: int or integer array; returns a float64 array (or scalar) of the same shape.
+    A finished hypothesis scores log P(y | x) / lp(y): as log P ≤ 0, a larger lp (a longer y)
+    divides the penalty of the extra terms away.
+    """
+    return ((5.0 + np.asarray(length, dtype=np.float64)) / 6.0) ** alpha
+
+
+def max_output_length(source_lengths, max_len, extra=EXTRA_OUTPUT_TOKENS):
+    """The default limit on the tokens produced (EOS included): the source length + `extra`
+    (50, as Vaswani et al. 2017, §6.1), capped by `max_len`, the positions of the model.
+
+    source_lengths: int or integer array (batch,) of real (non-padding) source tokens.
+    """
+    return np.minimum(np.asarray(source_lengths) + extra, max_len)
+
+
+class Hypothesis(NamedTuple):
+    """One output of beam search: `tokens` without SOS and EOS; `log_prob` = log P(y | x), the
+    EOS term included when `finished`; `score` = log_prob / lp(y); `finished` False when the
+    hypothesis was cut at the maximum length instead of ending with EOS."""
+    tokens: list
+    score: float
+    log_prob: float
+    finished: bool
+
+
+class IncrementalDecoder:
+    """The decoder side of one decoding run: the memory Z of the sources, and then
+    log p(· | y_≤t, x) one new token per step.
+
+    rows = batch · copies: each sentence's memory is repeated `copies` times (the beams), sentence
+    b owning rows b·copies … b·copies + copies − 1.
+
+    use_cache=True: each step feeds only the new token at position t; every masked self-attention
+    appends its keys and values to the cache, (rows, heads, t + 1, d_k), and every
+    cross-attention projects Z once (see MultiHeadAttention.forward).
+    use_cache=False: each step decodes the whole prefix again under the causal mask of eq. (10)
+    and keeps the last position: the reference the cache must reproduce.
+    """
+
+    def __init__(self, model, src_ids, use_cache=True, copies=1):
+        src_mask = model.source_mask(src_ids)                                # (batch, 1, 1, n_src)
+        memory = model.encode(src_ids, src_mask)                             # (batch, n_src, d)
+        self.model = model
+        self.memory = Tensor(np.repeat(memory.data, copies, axis=0))         # (rows, n_src, d)
+        self.src_mask = np.repeat(src_mask, copies, axis=0)                  # (rows, 1, 1, n_src)
+        self.prefix = np.zeros((len(self.src_mask), 0), dtype=np.int64)      # (rows, t): tokens fed so far
+        self.cache = {} if use_cache else None
+
+    def log_probs(self, tokens):
+        """Feed `tokens` (rows,) at position t; return log p(· | y_≤t, x), (rows, tgt_vocab_size):
+        the log_softmax of the logits Y_t P of §1.2.5, with −∞ for the padding token, which is
+        never generated (the loss never trains it, and a PAD in an output would be read as
+        padding when the output is fed back, by teacher forcing)."""
+        start = self.prefix.shape[1]
+        self.prefix = np.concatenate([self.prefix, np.asarray(tokens)[:, None]], axis=1)
+        if self.cache is None:
+            y = self.model.decode(self.memory, self.src_mask, self.prefix, causal_mask(start + 1))[:, -1:]
+        else:
+            y = self.model.decode(self.memory, self.src_mask, self.prefix[:, -1:], None, self.cache, start)
+        log_p = F.log_softmax(self.model.project(y)[:, 0], axis=-1).data
+        log_p[:, self.model.config.pad_id] = -np.inf
+        return log_p
+
+    def select(self, rows):
+        """Keep rows `rows` (an index array, repeats allowed), in that order: the prefix, the
+        memory and everything cached (keys and values, or the recurrent state (S, z) of causal
+        linear attention: Tensors whose first axis is the batch), indexed along the batch axis.
+        Beam search calls it at every step with the parents of the surviving hypotheses."""
+        self.prefix = self.prefix[rows]
+        self.memory = Tensor(self.memory.data[rows])
+        self.src_mask = self.src_mask[rows]
+        if self.cache is not None:
+            _select_cached_rows(self.cache, rows)
+
+
+def _select_cached_rows(cache, rows):
+    for key, value in cache.items():
+        if isinstance(value, dict):
+            _select_cached_rows(value, rows)
+        else:
+            cache[key] = Tensor(value.data[rows])
+
+
+@contextlib.contextmanager
+def inference_mode(model):
+    """no_grad() and eval mode (no dropout) for the duration; the model's mode is restored."""
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):
+    """ŷ_t = argmax_v log p(v | ŷ_<t, x) until EOS, for every sentence of a padded batch.
+
+    src_ids: integer array (batch, n_src), padded with config.pad_id. max_len: the most tokens
+    produced per sentence (EOS included); by default `max_output_length` of each sentence's
+    length, capped by config.max_len. Returns one list of token ids per sentence, without SOS
+    and EOS (and never the padding id, see `IncrementalDecoder.log_probs`). A finished sentence
+    is fed padding (its output no longer changes) until all are done. use_cache=False decodes
+    the whole prefix at every step (same tokens, slower).
+    """
+    src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
+    batch, pad_id = len(src_ids), model.config.pad_id
+    tokens = np.full((batch, limits.max()), pad_id)
+    finished = np.zeros(batch, dtype=bool)
+    last = np.full(batch, sos_id)
+    with inference_mode(model):
+        decoder = IncrementalDecoder(model, src_ids, use_cache)
+        for t in range(limits.max()):
+            best = decoder.log_probs(last).argmax(axis=-1)                   # (batch,)
+            last = tokens[:, t] = np.where(finished, pad_id, best)
+            finished |= (last == eos_id) | (t + 1 >= limits)
+            if finished.all():
+                break
+    return [_without_eos(row[:limit], eos_id) for row, limit in zip(tokens, limits)]
+
+
+def beam_search(model, src_ids, sos_id, eos_id, beam_size=4, length_penalty=0.6, max_len=None,
+                early_stopping=True, use_cache=True):
+    """The best hypothesis of `beam_search_n_best` for every sentence: one list of token ids per
+    sentence, without SOS and EOS. beam_size=1 and length_penalty=0 give `greedy_decode`'s."""
+    n_best = beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size, length_penalty, max_len,
+                                early_stopping, use_cache, n_best=1)
+    return [hypotheses[0].tokens for hypotheses in n_best]
+
+
+def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penalty=0.6, max_len=None,
+                       early_stopping=True, use_cache=True, n_best=None):
+    """Beam search (thesis §1.1): the `n_best` (default beam_size) best hypotheses of every
+    sentence, best first, as `Hypothesis` tuples.
+
+    With K = beam_size, V = tgt_vocab_size, B sentences, at every step t:
+      1. one decoder call on the B·K live hypotheses gives log p(v | y_<t, x), (B, K, V);
+      2. every extension scores log P(y_<t, x) + log p(v | y_<t, x); the 2K best of the K·V
+         extensions of each sentence are ranked;
+      3. those among the first K that end with EOS (or reach the length limit) join the
+         finished hypotheses, ranked by log P / lp(|y|) with α = `length_penalty`, the best K
+         kept; the K best extensions without EOS become the live hypotheses, and the decoder's
+         cache is reordered to their parents.
+    2K extensions always hold at least K without EOS (each live hypothesis has one EOS extension).
+
+    A sentence stops at its length limit (`max_len`, as in `greedy_decode`), where the K best
+    extensions finish without EOS (Hypothesis.finished False), or earlier, once K hypotheses have
+    finished and no live hypothesis can beat
+      - early_stopping=True: the best finished one (the best hypothesis is then final);
+      - early_stopping=False: the worst of the K finished ones (all n-best are then final; the
+        canonical criterion, `early_stopping="never"` in Hugging Face transformers).
+    "Can beat" is bounded exactly: log P only falls as a hypothesis grows (every term is ≤ 0) and
+    lp(|y|) only rises up to the limit, so no extension of a live hypothesis scores above
+    max_live log P / lp(limit). The result is that of searching on to the limit.
+    (Stopping as soon as K hypotheses have finished, as Hugging Face's `early_stopping=True`
+    does, loses sentences a model is sure of: the unlikely EOS extensions among the top K of
+    the first steps fill the finished set before the real sentence ends.)
+
+    beam_size=1 with length_penalty=0 gives the tokens of greedy decoding: the live hypothesis
+    is the argmax at every step, and once an EOS is the argmax, the other extensions score less.
+    With α > 0 a beam of one may go on past greedy's EOS and return a longer hypothesis, only
+    when its score log P / lp is higher.
+
+    Scores are summed in float64 (the decoder runs in the model's dtype), so that adding a
+    score to two different log-probabilities never rounds them into a tie.
+    """
+    src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
+    beam_size = _checked_integer("beam_size", beam_size, 1)
+    n_best = beam_size if n_best is None else _checked_integer("n_best", n_best, 1, beam_size)
+    if not isinstance(length_penalty, numbers.Real) or not length_penalty >= 0:
+        raise ValueError(f"length_penalty (the α of lp(y) = ((5 + |y|)/6)^α) must be a number ≥ 0, "
+                         f"got {length_penalty!r}")
+    if not isinstance(early_stopping, bool):
+        raise ValueError(f"early_stopping must be True or False, got {early_stopping!r}")
+    search = _BeamSearch(len(src_ids), beam_size, limits, eos_id, model.config.pad_id, length_penalty,
+                         early_stopping)
+    with inference_mode(model):
+        decoder = IncrementalDecoder(model, src_ids, use_cache, copies=beam_size)
+        last = np.full(len(src_ids) * beam_size, sos_id)
+        for t in range(limits.max()):
+            log_p = decoder.log_probs(last).astype(np.float64)             # (B·K, V)
+            parents, last = search.step(t, log_p.reshape(len(src_ids), beam_size, -1))
+            if search.done.all():
+                break
+            decoder.select(parents)
+    return search.n_best(n_best)
+
+
+@dataclasses.dataclass
+class _Hypotheses:
+    """k hypotheses per sentence, as arrays (B, k, …)."""
+    tokens: np.ndarray      # (B, k, L) generated tokens (EOS included), padded
+    log_prob: np.ndarray    # (B, k) log P(y | x), float64
+    length: np.ndarray      # (B, k) |y|: the terms of log_prob
+    score: np.ndarray       # (B, k) log_prob / lp(|y|); −∞ for an empty slot
+
+    def take(self, index):
+        """The hypotheses index[b, j] of each sentence b: index (B, k′) → k′ per sentence."""
+        return _Hypotheses(*(np.take_along_axis(array, index if array.ndim == 2 else index[..., None], axis=1)
+                             for array in dataclasses.astuple(self)))
+
+    def join(self, other):
+        return _Hypotheses(*(np.concatenate(pair, axis=1)
+                             for pair in zip(dataclasses.astuple(self), dataclasses.astuple(other))))
+
+    def best(self, k):
+        """The k best by score, in order (ties: the earlier first)."""
+        return self.take(np.argsort(-self.score, axis=1, kind="stable")[:, :k])
+
+
+class _BeamSearch:
+    """The bookkeeping of `beam_search_n_best`: live and finished hypotheses, B sentences × K."""
+
+    def __init__(self, batch, beam_size, limits, eos_id, pad_id, alpha, early_stopping):
+        self.K, self.limits, self.eos_id, self.alpha = beam_size, limits, eos_id, alpha
+        self.early_stopping = early_stopping
+        shape = (batch, beam_size)
+        empty = _Hypotheses(np.full(shape + (limits.max(),), pad_id), np.full(shape, -np.inf),
+                            np.zeros(shape, dtype=np.int64), np.full(shape, -np.inf))
+        # one live hypothesis per sentence at first, SOS alone (the others at −∞ never win)
+        self.live = dataclasses.replace(empty, log_prob=np.tile(np.where(np.arange(beam_size) == 0, 0.0, -np.inf),
+                                                                (batch, 1)))
+        self.finished = empty
+        self.done = np.zeros(batch, dtype=bool)
+
+    def step(self, t, log_p):
+        """Extend by log p (B, K, V) at step t; return the decoder rows of the new live
+        hypotheses' parents (B·K,) and their last tokens (B·K,)."""
+        batch, K = log_p.shape[:2]
+        extended, parents = self._extensions(t, log_p)                     # (B, 2K)
+        token = extended.tokens[:, :, t]
+        reaches_limit = (t + 1 >= self.limits)[:, None]
+        finishing = ((np.arange(2 * K) < K) & ((token == self.eos_id) | reaches_limit)
+                     & np.isfinite(extended.log_prob) & ~self.done[:, None])
+        candidates = dataclasses.replace(extended, score=np.where(finishing, extended.score, -np.inf))
+        self.finished = self.finished.join(candidates).best(K)
+        survivors = np.argsort(token == self.eos_id, axis=1, kind="stable")[:, :K]   # (B, K) non-EOS, by rank
+        self.live = extended.take(survivors)
+        self.done |= self._stops() | reaches_limit[:, 0]
+        rows = np.take_along_axis(parents, survivors, axis=1) + K * np.arange(batch)[:, None]
+        return rows.ravel(), self.live.tokens[:, :, t].ravel()
+
+    def _extensions(self, t, log_p):
+        """The 2K best one-token extensions of the live hypotheses of each sentence, ranked
+        (ties: the earlier parent, then the smaller token id), and their parents (B, 2K) in 0 … K − 1."""
+        batch, K, vocab = log_p.shape
+        log_prob = (self.live.log_prob[:, :, None] + log_p).reshape(batch, K * vocab)
+        top = _top_k(log_prob, 2 * K)                                      # (B, 2K) into K·V
+        parents, token = np.divmod(top, vocab)
+        tokens = np.take_along_axis(self.live.tokens, parents[..., None], axis=1)   # (B, 2K, L)
+        tokens[:, :, t] = token
+        top_log_prob = np.take_along_axis(log_prob, top, axis=1)
+        extended = _Hypotheses(tokens, top_log_prob, np.full(top.shape, t + 1),
+                               top_log_prob / gnmt_length_penalty(t + 1, self.alpha))
+        return extended, parents
+
+    def _stops(self):
+        """(B,) sentences with K finished hypotheses that no live one can beat (see early_stopping)."""
+        full = np.isfinite(self.finished.score).all(axis=1)
+        best_possible = self.live.log_prob.max(axis=1) / gnmt_length_penalty(self.limits, self.alpha)
+        threshold = self.finished.score[:, 0] if self.early_stopping else self.finished.score[:, -1]
+        return full & (best_possible <= threshold)
+
+    def n_best(self, n):
+        """Per sentence, its n best finished hypotheses as `Hypothesis` tuples."""
+        return [[self._hypothesis(b, j) for j in range(n) if np.isfinite(self.finished.score[b, j])]
+                for b in range(len(self.done))]
+
+    def _hypothesis(self, b, j):
+        tokens = self.finished.tokens[b, j, :self.finished.length[b, j]]
+        ended = bool(tokens[-1] == self.eos_id)
+        return Hypothesis(_without_eos(tokens, self.eos_id), float(self.finished.score[b, j]),
+                          float(self.finished.log_prob[b, j]), ended)
+
+
+def _top_k(values, k):
+    """(B, n) → (B, k): the indices of the k largest entries of each row, largest first, ties
+    in index order (the first k of a stable argsort of −values), without sorting all n entries
+    (the K·V extensions of a beam step): np.partition finds the k-th largest value v of each
+    row in O(n); only the entries ≥ v, k of them unless there are ties, are sorted."""
+    batch, n = values.shape
+    kth = np.partition(values, n - k, axis=1)[:, n - k:n - k + 1]           # (B, 1)
+    rows, columns = np.nonzero(values >= kth)
+    order = np.lexsort((columns, -values[rows, columns], rows))             # by row, value ↓, index
+    first = np.searchsorted(rows[order], np.arange(batch))                  # where each row starts
+    return columns[order][first[:, None] + np.arange(k)]
+
+
+def sequence_log_prob(model, src_ids, targets, sos_id):
+    """log P(y | x) = Σ_t log p(y_t | y_<t, x) of given targets, by teacher forcing (thesis §1.1).
+
+    src_ids: (batch, n_src), padded; targets: one list of token ids per sentence, scored as
+    given (append the EOS id to count the probability of ending there). Returns (batch,) float64.
+    """
+    src_ids = np.asarray(src_ids)
+    if len(targets) != len(src_ids) or not all(len(y) for y in targets):
+        raise ValueError(f"targets must be one non-empty list of ids per sentence of src_ids {src_ids.shape}, "
+                         f"got lengths {[len(y) for y in targets]}")
+    pad_id, n = model.config.pad_id, max(len(y) for y in targets)
+    outputs = np.full((len(targets), n), pad_id)
+    for row, y in zip(outputs, targets):
+        row[:len(y)] = y
+    inputs = np.concatenate([np.full((len(targets), 1), sos_id), outputs[:, :-1]], axis=1)
+    real = np.arange(n) < np.array([len(y) for y in targets])[:, None]       # (batch, n)
+    with inference_mode(model):
+        src_mask = model.source_mask(src_ids)
+        y = model.decode(model.encode(src_ids, src_mask), src_mask, inputs, causal_mask(n))
+        log_p = F.log_softmax(model.project(y), axis=-1).data.astype(np.float64)   # (batch, n, V)
+    return np.where(real, np.take_along_axis(log_p, outputs[..., None], axis=-1)[..., 0], 0.0).sum(axis=1)
+
+
+def _without_eos(tokens, eos_id):
+    """The tokens before the first EOS, as a list of ints."""
+    tokens = [int(token) for token in tokens]
+    return tokens[:tokens.index(eos_id)] if eos_id in tokens else tokens
+
+
+def _checked_inputs(model, src_ids, sos_id, eos_id, max_len):
+    """src_ids as an integer array and the output limit of each sentence (batch,), or a
+    ValueError naming the argument."""
+    config = model.config
+    src_ids = np.asarray(getattr(src_ids, "data", src_ids))
+    if src_ids.ndim != 2 or src_ids.size == 0 or not np.issubdtype(src_ids.dtype, np.integer):
+        raise ValueError(f"src_ids must be a non-empty integer array of shape (batch, n_src), "
+                         f"got {src_ids.dtype} of shape {src_ids.shape}")
+    if src_ids.shape[1] > config.max_len:
+        raise ValueError(f"src_ids of shape {src_ids.shape} is longer than the model's "
+                         f"max_len={config.max_len}")
+    lengths = (src_ids != config.pad_id).sum(axis=1)
+    if (lengths == 0).any():
+        raise ValueError(f"src_ids: sentence {int(np.argmin(lengths))} is empty (only padding, "
+                         f"pad_id={config.pad_id})")
+    for name, token in (("sos_id", sos_id), ("eos_id", eos_id)):
+        _checked_integer(name, token, 0, config.tgt_vocab_size - 1)
+    if eos_id == config.pad_id:
+        raise ValueError(f"eos_id must differ from the padding id (pad_id={config.pad_id}), which is never "
+                         f"generated, got {eos_id}")
+    if max_len is None:
+        return src_ids, max_output_length(lengths, config.max_len)
+    return src_ids, np.full(len(src_ids), _checked_integer("max_len", max_len, 1, config.max_len))
+
+
+def _checked_integer(name, value, low, high=None):
+    """`value` if it is an integer in [low, high], else a ValueError naming `name`."""
+    is_integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not is_integer or value < low or (high is not None and value > high):
+        allowed = f"≥ {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    return int(value)
