@@ -1,0 +1,197 @@
+"""Checkpoints: everything needed to translate with a trained model, or to continue its training
+exactly where it stopped, in one folder.
+
+    DIR/model.json            the TransformerConfig
+    DIR/training.json         the TrainingConfig
+    DIR/data.json             the DataConfig: which corpus, split and seed (to rebuild the splits)
+    DIR/tokenizer_en.json     the word-level tokenizers of both languages
+    DIR/tokenizer_it.json
+    DIR/checkpoint.npz        weights ("model/<name>"), Adam's state ("optimizer/<key>"), and the
+                              loop's position as JSON ("state": step, epoch, batch, random states)
+
+Every file is written atomically: to a temporary file in the same folder, flushed to disk
+(fsync), then renamed over the old one (`os.replace`, atomic on POSIX and Windows). A crash
+during a write leaves the previous version whole. `checkpoint.npz` is written last: a folder
+without it holds no checkpoint, and the JSON files never change during a run, so every
+`checkpoint.npz` found is consistent with the files beside it.
+
+Loading checks everything and turns any problem (a missing folder or file, a truncated archive,
+bad JSON, weights that do not fit the configuration) into one `CheckpointError` whose message
+says what is wrong and where.
+"""
+import dataclasses
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from numpy_transformer.config import TransformerConfig
+from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
+from numpy_transformer.training_config import DataConfig, TrainingConfig
+
+ARCHIVE = "checkpoint.npz"
+CONFIG_FILES = {"model": "model.json", "training": "training.json", "data": "data.json"}
+CONFIG_CLASSES = {"model": TransformerConfig, "training": TrainingConfig, "data": DataConfig}
+
+
+class CheckpointError(Exception):
+    """A checkpoint folder that cannot be used; the message says which file and why."""
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """What `load_checkpoint` reads: the configurations, the tokenizers, the model with its
+    weights loaded, Adam's state (a flat dict for `Optimizer.load_state_dict`) and the training
+    loop's state (a dict, see `numpy_transformer.training.TrainingState`)."""
+    directory: Path
+    model_config: TransformerConfig
+    training_config: TrainingConfig
+    data_config: DataConfig
+    src_tokenizer: WordTokenizer
+    tgt_tokenizer: WordTokenizer
+    model: object
+    optimizer_state: dict
+    state: dict
+
+    @property
+    def step(self):
+        return int(self.state["step"])
+
+
+def atomic_write(path, write):
+    """Write `path` through `write(binary_file)` so that readers only ever see the old or the new
+    file whole: temporary file in the same folder, fsync, os.replace, fsync of the folder."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(temporary, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def atomic_write_text(path, text):
+    atomic_write(path, lambda file: file.write(text.encode("utf-8")))
+
+
+def _fsync_directory(directory):
+    """Make the rename itself durable (POSIX; Windows cannot open a folder, and needs nothing)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def has_checkpoint(directory):
+    return (Path(directory) / ARCHIVE).is_file()
+
+
+def save_checkpoint(directory, model, optimizer, state, configs, tokenizers):
+    """Write a checkpoint to `directory` (created if needed).
+
+    configs: {"model": TransformerConfig, "training": TrainingConfig, "data": DataConfig};
+    tokenizers: (source, target) WordTokenizers; state: a JSON-serialisable dict (the loop's
+    position). The JSON files first, the archive last (see the module docstring)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for kind, name in CONFIG_FILES.items():
+        atomic_write_text(directory / name, configs[kind].to_json() + "\n")
+    for tokenizer in tokenizers:
+        atomic_write_text(tokenizer_path(directory, tokenizer.language), tokenizer.tokenizer.to_str())
+    arrays = {f"model/{name}": array for name, array in model.state_dict().items()}
+    arrays.update({f"optimizer/{key}": np.asarray(value) for key, value in optimizer.state_dict().items()})
+    arrays["state"] = np.asarray(json.dumps(state))
+    atomic_write(directory / ARCHIVE, lambda file: np.savez(file, **arrays))
+
+
+def load_checkpoint(directory):
+    """Read and check the checkpoint in `directory` (a `Checkpoint`), or raise CheckpointError."""
+    from numpy_transformer.model import Transformer
+
+    directory = Path(directory)
+    _check_complete(directory)
+    configs = {kind: _read_config(directory, kind) for kind in CONFIG_FILES}
+    tokenizers = tuple(_read_tokenizer(directory, language) for language in configs["data"].languages)
+    _check_vocabularies(directory, configs["model"], tokenizers)
+    weights, optimizer_state, state = _read_archive(directory / ARCHIVE)
+    model = Transformer(configs["model"], np.random.default_rng(configs["training"].seed))
+    try:
+        model.load_state_dict(weights)
+    except ValueError as error:
+        raise CheckpointError(f"{directory / ARCHIVE}: the weights do not fit the configuration in "
+                              f"{directory / CONFIG_FILES['model']}:\n{error}") from None
+    return Checkpoint(directory, configs["model"], configs["training"], configs["data"], *tokenizers, model,
+                      optimizer_state, state)
+
+
+def _check_complete(directory):
+    if not directory.is_dir():
+        raise CheckpointError(f"no checkpoint at {directory}: the folder does not exist "
+                              f"(train a model there with: numpy-transformer train --out {directory})")
+    if not (directory / ARCHIVE).is_file():
+        raise CheckpointError(f"no checkpoint in {directory}: {ARCHIVE} is missing (training has not saved one "
+                              f"there; train with: numpy-transformer train --out {directory})")
+
+
+def _read_config(directory, kind):
+    path = directory / CONFIG_FILES[kind]
+    try:
+        return CONFIG_CLASSES[kind].load(path)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path} is missing: the checkpoint in {directory} is incomplete") from None
+    except (ValueError, TypeError) as error:   # json.JSONDecodeError is a ValueError
+        raise CheckpointError(f"{path}: not a valid {kind} configuration ({error})") from None
+
+
+def _read_tokenizer(directory, language):
+    path = tokenizer_path(directory, language)
+    try:
+        return WordTokenizer.load(path, language)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path} is missing: the checkpoint in {directory} is incomplete") from None
+    except ValueError as error:
+        raise CheckpointError(str(error)) from None
+
+
+def _check_vocabularies(directory, config, tokenizers):
+    sizes = (config.src_vocab_size, config.tgt_vocab_size)
+    for tokenizer, size, role in zip(tokenizers, sizes, ("src", "tgt")):
+        if tokenizer.vocab_size != size:
+            raise CheckpointError(
+                f"{tokenizer_path(directory, tokenizer.language)} has {tokenizer.vocab_size} words but "
+                f"{directory / CONFIG_FILES['model']} says {role}_vocab_size={size}: the files come from different runs")
+    if tokenizers[0].pad_id != config.pad_id or tokenizers[1].pad_id != config.pad_id:
+        raise CheckpointError(f"{directory}: the tokenizers' [PAD] ids ({tokenizers[0].pad_id}, {tokenizers[1].pad_id}) "
+                              f"differ from pad_id={config.pad_id} in {CONFIG_FILES['model']}")
+
+
+def _read_archive(path):
+    """(weights, optimizer state, loop state) from checkpoint.npz, or CheckpointError."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {key: archive[key] for key in archive.files}
+        state = json.loads(str(arrays.pop("state")))
+    except KeyError:
+        raise CheckpointError(f"{path} has no 'state' entry: it was not written by numpy-transformer") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise CheckpointError(f"{path} is damaged and cannot be read ({type(error).__name__}: {error}); "
+                              f"train again, or restore a copy") from None
+    weights = {key.removeprefix("model/"): value for key, value in arrays.items() if key.startswith("model/")}
+    optimizer_state = {key.removeprefix("optimizer/"): value for key, value in arrays.items()
+                       if key.startswith("optimizer/")}
+    if not isinstance(state, dict) or "step" not in state:
+        raise CheckpointError(f"{path}: the 'state' entry is not a training state (no 'step')")
+    return weights, optimizer_state, state

@@ -1,0 +1,166 @@
+"""A training run in a folder: data, tokenizers, model, optimizer, loop, checkpoints, log and
+figure, for a new run or one resumed from its checkpoint. `numpy-transformer train` is this
+module plus printing.
+
+    run = Run.new("runs/mine", *resolve("default", training={"steps": 500}))
+    result = run.train()                  # checkpoints, log.jsonl and loss.png in runs/mine
+    run = Run.resume("runs/mine", training={"steps": 1000})
+    run.train()                           # steps 501 … 1000, as if never stopped
+
+Nothing is written before the data, the tokenizers and the configuration are known to be good,
+so a bad input leaves no folder behind.
+"""
+import dataclasses
+import shutil
+from pathlib import Path
+
+from numpy_transformer.checkpoint import ARCHIVE, CONFIG_FILES, CheckpointError, has_checkpoint, load_checkpoint, \
+    save_checkpoint
+from numpy_transformer.data import encode_pairs, load_dataset_splits, train_tokenizers
+from numpy_transformer.data.tokenizer import tokenizer_path
+from numpy_transformer.model import Transformer, count_parameters
+from numpy_transformer.presets import model_config
+from numpy_transformer.training import Trainer, TrainingState, make_optimizer, run_generators
+from numpy_transformer.training_log import MetricsLog, plot_loss_curve
+
+LOG_FILE, FIGURE_FILE, METRICS_FILE = "log.jsonl", "loss.png", "metrics.json"
+# What may change when a run resumes: how long it goes on and how often it reports.
+RESUMABLE_FIELDS = ("steps", "epochs", "eval_every", "log_every", "checkpoint_every")
+
+
+@dataclasses.dataclass
+class PreparedData:
+    """The splits of a DataConfig, the tokenizers, and the training and validation pairs as ids."""
+    splits: object
+    src_tokenizer: object
+    tgt_tokenizer: object
+    train: object
+    validation: object
+
+    def summary(self):
+        """The lines `train` prints about its data."""
+        splits, src, tgt = self.splits, self.src_tokenizer, self.tgt_tokenizer
+        unknown, total = src.count_unknown(pair.src for pair in splits.validation)
+        return [f"data: {splits.source}",
+                f"pairs: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
+                f"training pairs: {self.train.report()}",
+                f"vocabularies (words seen at least twice in training, + 4 special tokens): "
+                f"{src.vocab_size:,} {splits.src_language}, {tgt.vocab_size:,} {splits.tgt_language}; "
+                f"{unknown / max(total, 1):.1%} of the validation {splits.src_language} tokens are [UNK]"]
+
+
+def prepare_data(data_config, cache_dir=None, tokenizers=None, progress=True):
+    """Load and split the corpus of `data_config`, train the tokenizers on its training split
+    (or use the given (source, target) pair, as a resumed run does), and encode. progress:
+    False turns off the `datasets` progress bars ("Generating train split"), for logs."""
+    if not progress and data_config.dataset != "builtin":
+        import datasets
+        datasets.disable_progress_bars()
+    splits = load_dataset_splits(data_config.dataset, data_config.pair, data_config.subset, data_config.subset_mode,
+                                 data_config.seed, data_config.n_pairs, cache_dir)
+    if not splits.train:
+        raise ValueError(f"{splits.source}: no training pairs (the corpus has {len(splits.validation) + len(splits.test)} "
+                         f"pairs; it needs at least 3)")
+    src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency)
+    train, validation = (encode_pairs(pairs, src, tgt, data_config.max_len, data_config.length_policy)
+                         for pairs in (splits.train, splits.validation))
+    if len(train) == 0:
+        raise ValueError(f"none of the {len(splits.train)} training pairs fits the maximum length "
+                         f"{data_config.max_len}; raise it with --max-len")
+    return PreparedData(splits, src, tgt, train, validation if len(validation) else None)
+
+
+class Run:
+    """A run's folder and everything its training needs (see the module docstring)."""
+
+    def __init__(self, directory, data, model, optimizer, configs, data_rng, state=None, progress=False,
+                 report=print):
+        self.directory, self.data, self.model, self.optimizer, self.configs = Path(directory), data, model, optimizer, configs
+        self.log = MetricsLog(self.directory / LOG_FILE)
+        self.trainer = Trainer(model, optimizer, data.train, configs["training"], data_rng, data.validation, self.log,
+                               self.save, progress, report, state)
+
+    @classmethod
+    def new(cls, directory, model_fields, training_config, data_config, cache_dir=None, overwrite=False, **options):
+        """A fresh run. A folder that already holds a checkpoint is refused unless `overwrite`
+        (then its run files are removed first, the checkpoint before anything else)."""
+        directory = Path(directory)
+        if has_checkpoint(directory) and not overwrite:
+            raise ValueError(f"{directory} already holds a trained model: continue it with --resume, start again "
+                             f"with --overwrite, or choose another folder with --out")
+        data = prepare_data(data_config, cache_dir, progress=options.get("progress", False))
+        config = model_config(model_fields, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size,
+                              data.src_tokenizer.pad_id, data_config.max_len)
+        if data.tgt_tokenizer.pad_id != config.pad_id:
+            raise ValueError(f"the tokenizers' [PAD] ids differ ({config.pad_id} and {data.tgt_tokenizer.pad_id})")
+        model_rng, data_rng = run_generators(training_config.seed)
+        model = Transformer(config, model_rng)
+        configs = {"model": config, "training": training_config, "data": data_config}
+        _clear_run_files(directory, data_config.languages)
+        directory.mkdir(parents=True, exist_ok=True)
+        return cls(directory, data, model, make_optimizer(model, training_config), configs, data_rng, **options)
+
+    @classmethod
+    def resume(cls, directory, training=None, cache_dir=None, **options):
+        """The run saved in `directory`, ready to continue from its last checkpoint. `training`:
+        new values of the RESUMABLE_FIELDS (a longer run: {"steps": 5000}); changing any other
+        setting would not continue the same run, and is a ValueError."""
+        checkpoint = load_checkpoint(directory)
+        training_config = _resumed_training_config(checkpoint.training_config, training or {})
+        data = prepare_data(checkpoint.data_config, cache_dir, (checkpoint.src_tokenizer, checkpoint.tgt_tokenizer),
+                            options.get("progress", False))
+        optimizer = make_optimizer(checkpoint.model, training_config)
+        try:
+            optimizer.load_state_dict(checkpoint.optimizer_state)
+            state = TrainingState.from_dict(checkpoint.state)
+            _, data_rng = run_generators(training_config.seed)
+            run = cls(directory, data, checkpoint.model, optimizer,
+                      {"model": checkpoint.model_config, "training": training_config, "data": checkpoint.data_config},
+                      data_rng, state, **options)
+        except (ValueError, TypeError, KeyError) as error:
+            raise CheckpointError(f"{Path(directory) / ARCHIVE}: the saved training state does not fit this run "
+                                  f"({error})") from None
+        run.log.keep_until(state.step)
+        return run
+
+    @property
+    def parameters(self):
+        return count_parameters(self.model)
+
+    def save(self):
+        save_checkpoint(self.directory, self.model, self.optimizer, self.trainer.checkpoint_state(), self.configs,
+                        (self.data.src_tokenizer, self.data.tgt_tokenizer))
+
+    def train(self, callback=None):
+        """Train to the end (or Ctrl-C), then draw the loss curve. Returns a TrainingResult."""
+        result = self.trainer.train(callback)
+        self.plot()
+        return result
+
+    def plot(self):
+        config = self.configs["model"]
+        title = (f"{self.data.splits.source.split(':')[0]}: d_model {config.d_model}, {config.n_heads} heads, "
+                 f"{config.n_encoder_layers}+{config.n_decoder_layers} layers")
+        plot_loss_curve(self.log.records(), self.directory / FIGURE_FILE, title)
+
+
+def _resumed_training_config(saved, changes):
+    fixed = {name: value for name, value in changes.items()
+             if name not in RESUMABLE_FIELDS and getattr(saved, name) != value}
+    if fixed:
+        raise ValueError(f"a resumed run keeps its settings; cannot change {', '.join(sorted(fixed))} "
+                         f"(only {', '.join(RESUMABLE_FIELDS)} may change). Start a new run with --out for those")
+    length = {"steps": None, "epochs": None} if {"steps", "epochs"} & set(changes) else {}
+    return dataclasses.replace(saved, **{**length, **changes})
+
+
+def _clear_run_files(directory, languages):
+    """Remove the files of an earlier run (overwrite): the checkpoint archive first, so the
+    folder never pairs the new configuration files with old weights."""
+    names = [ARCHIVE, *CONFIG_FILES.values(), LOG_FILE, FIGURE_FILE, METRICS_FILE]
+    paths = [directory / name for name in names] + [tokenizer_path(directory, language) for language in languages]
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)

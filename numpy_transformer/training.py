@@ -1,0 +1,334 @@
+"""The training loop: teacher forcing, label-smoothed cross-entropy, Adam, checkpoints.
+
+One step on a batch of sentence pairs (x, y), `tgt_in` = [SOS] y, `tgt_out` = y [EOS]:
+
+    logits = model(src, tgt_in)                               (batch, n′, l), teacher forcing
+    loss   = mean over non-padding t of  −Σ_v q_t(v) log p(v | y_<t, x)         thesis §1.1
+             q_t = (1 − ε) · onehot(y_t) + ε / l              label smoothing (ε = 0.1)
+    grads  = backward(loss), rescaled so that ‖grads‖ ≤ clip_norm
+    θ      ← Adam(θ, grads, lr(t))                            warm-up schedule or constant lr
+
+Every `eval_every` steps the loss on the validation pairs (without smoothing, dropout off),
+every `log_every` steps a line of the metrics log, every `checkpoint_every` steps a checkpoint.
+
+Exactness. A run is a function of its seed: the initial weights and the dropout masks come from
+one generator, the order of the batches from another (`run_generators`). The loop's position
+(`TrainingState`: step, epoch, batch within the epoch, both generators' states) is saved with
+each checkpoint, so that N steps, a checkpoint, a resume and N more steps give the weights and
+losses of 2N steps in one go, bit for bit.
+
+Ctrl-C. While `train` runs, the first Ctrl-C asks the loop to stop after the current step and
+save a checkpoint; a second one interrupts at once. A `KeyboardInterrupt` raised inside a step
+(by a callback, or the second Ctrl-C) still saves the last completed step, unless it struck
+during the parameter update itself, which would leave the weights half-updated.
+"""
+import contextlib
+import dataclasses
+import math
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+
+import autograd.functional as F
+from autograd.optim import Adam, clip_grad_norm
+from numpy_transformer.data.batching import batch_indices, make_batch
+from numpy_transformer.evaluation import mean_cross_entropy
+
+
+class TrainingDiverged(ValueError):
+    """The loss or the gradient became infinite or NaN."""
+
+
+def run_generators(seed):
+    """(model generator, data generator) for a run seed: two independent streams, one for the
+    initial weights and then the dropout masks, one for the order of the batches."""
+    model_seed, data_seed = np.random.SeedSequence(seed).spawn(2)
+    return np.random.default_rng(model_seed), np.random.default_rng(data_seed)
+
+
+def model_generators(model):
+    """The distinct numpy Generators the model's modules draw from (dropout), in module order."""
+    found = {}
+    for _, module in model.named_modules():
+        for value in vars(module).values():
+            if isinstance(value, np.random.Generator):
+                found.setdefault(id(value), value)
+    return list(found.values())
+
+
+def make_optimizer(model, config):
+    """Adam with the betas, eps and learning rate (schedule) of a TrainingConfig."""
+    return Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
+                eps=config.eps)
+
+
+def loss_on_batch(model, batch, label_smoothing=0.0):
+    """The mean cross-entropy of the batch's labels (padding ignored): a scalar Tensor."""
+    logits = model(batch.src, batch.tgt_in)                          # (batch, n_tgt, tgt_vocab_size)
+    return F.cross_entropy(logits, batch.tgt_out, ignore_index=model.config.pad_id,
+                           label_smoothing=label_smoothing)
+
+
+@dataclasses.dataclass
+class TrainingState:
+    """Where the loop is: what a checkpoint needs, besides weights and Adam's moments, to continue
+    exactly. data_rng: the batch-order generator's state at the start of the current epoch
+    (the epoch's order is drawn again from it); model_rngs: the dropout generators' states;
+    interval_losses / interval_tokens: the steps since the last log line."""
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    data_rng: dict = None
+    model_rngs: list = None
+    train_seconds: float = 0.0
+    interval_losses: list = dataclasses.field(default_factory=list)
+    interval_tokens: list = dataclasses.field(default_factory=list)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values):
+        names = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in values.items() if key in names})
+
+
+@dataclasses.dataclass
+class TrainingResult:
+    """How `Trainer.train` ended. interrupted: stopped by Ctrl-C; saved: a checkpoint of the
+    final step was written; loss: the mean training loss of the last logged interval."""
+    step: int
+    total_steps: int
+    interrupted: bool
+    saved: bool
+    loss: float
+    validation_loss: float
+    train_seconds: float
+
+
+class Trainer:
+    """Trains `model` on `train_data` (an `EncodedPairs`) with `optimizer`, as `config` says.
+
+    data_rng: the batch-order generator of `run_generators(config.seed)`, whose other generator
+    built the model (and draws its dropout masks). validation_data: an `EncodedPairs` or None. log: an object
+    with `write(record)` (a `MetricsLog`), or None. save: a function of no argument that writes a
+    checkpoint (it reads `trainer.checkpoint_state()`), or None. progress: show a tqdm bar;
+    report: where the validation lines go (None: nowhere). state: a `TrainingState` to resume.
+    """
+
+    def __init__(self, model, optimizer, train_data, config, data_rng, validation_data=None, log=None,
+                 save=None, progress=False, report=print, state=None):
+        if len(train_data) == 0:
+            raise ValueError("train_data is empty: no training pair fits the maximum length")
+        self.model, self.optimizer, self.config = model, optimizer, config
+        self.train_data, self.validation_data = train_data, validation_data
+        self.data_rng, self.log, self.save, self.report = data_rng, log, save, report
+        self.progress = progress
+        self.generators = model_generators(model)
+        self.batches_per_epoch = len(batch_indices(train_data, config.batch_size, np.random.default_rng(0),
+                                                   config.similar_lengths))
+        self.total_steps = config.total_steps(self.batches_per_epoch)
+        self.state = state or TrainingState(data_rng=data_rng.bit_generator.state)
+        if state is not None:
+            self._restore_generators(state)
+        self.losses = []                 # the training loss of every step run by this Trainer
+        self.validation_loss = None
+        self._last_logged_loss = float("nan")
+        self.stop_requested = False
+        self._plan, self._phase, self._saved_step = None, "idle", None
+        self._speed = [0, time.perf_counter()]   # tokens and clock since the last log line
+
+    def checkpoint_state(self):
+        """The loop's state as a JSON-serialisable dict, with the generators' current states."""
+        return dataclasses.replace(self.state, model_rngs=[g.bit_generator.state for g in self.generators]).to_dict()
+
+    def _restore_generators(self, state):
+        if state.model_rngs is not None:
+            if len(state.model_rngs) != len(self.generators):
+                raise ValueError(f"the saved state has {len(state.model_rngs)} model generators, the model "
+                                 f"draws from {len(self.generators)}")
+            for generator, saved in zip(self.generators, state.model_rngs):
+                generator.bit_generator.state = saved
+        self.data_rng.bit_generator.state = state.data_rng
+
+    def train(self, callback=None):
+        """Run until `total_steps` (or Ctrl-C); save a checkpoint at the end. callback(trainer),
+        if given, is called after every step. Returns a `TrainingResult`."""
+        interrupted = False
+        self._clock = (self.state.train_seconds, time.perf_counter())   # the loop's wall time, resumes included
+        with self._progress_bar() as bar, _stop_on_first_interrupt(self):
+            try:
+                while self.state.step < self.total_steps and not self.stop_requested:
+                    self._run_step(bar)
+                    if callback is not None:
+                        callback(self)
+            except KeyboardInterrupt:
+                interrupted = True
+        interrupted = interrupted or self.stop_requested
+        saved = self._phase != "update" and self._checkpoint()
+        return TrainingResult(self.state.step, self.total_steps, interrupted, saved, self._last_logged_loss,
+                              self.validation_loss, self.state.train_seconds)
+
+    def _run_step(self, bar):
+        """One optimizer step on the next batch, then the log, validation and checkpoint due."""
+        snapshot = [g.bit_generator.state for g in self.generators]
+        batch = make_batch(self.train_data, self._next_positions())
+        self._phase = "step"
+        try:
+            loss, grad_norm = self.train_step(batch)
+        except KeyboardInterrupt:
+            if self._phase == "step":      # nothing changed yet: forget this step's dropout draws
+                for generator, saved in zip(self.generators, snapshot):
+                    generator.bit_generator.state = saved
+            raise
+        self._phase = "idle"
+        self._advance()
+        self.losses.append(loss)
+        self.state.interval_losses.append(loss)
+        self.state.interval_tokens.append(batch.n_tokens)
+        self._speed[0] += batch.n_tokens
+        self.state.train_seconds = self._clock[0] + time.perf_counter() - self._clock[1]
+        self._after_step(bar, grad_norm)
+
+    def train_step(self, batch):
+        """Forward, backward, clipping and the Adam update: (loss, gradient norm before clipping)."""
+        self.model.train()
+        self.optimizer.zero_grad()
+        loss = loss_on_batch(self.model, batch, self.config.label_smoothing)
+        loss.backward()
+        params = self.model.parameters()
+        grad_norm = clip_grad_norm(params, self.config.clip_norm) if self.config.clip_norm else \
+            math.sqrt(sum(float(np.sum(np.square(p.grad, dtype=np.float64))) for p in params if p.grad is not None))
+        if not (math.isfinite(loss.item()) and math.isfinite(grad_norm)):
+            raise TrainingDiverged(
+                f"training diverged at step {self.state.step + 1}: loss {loss.item()}, gradient norm {grad_norm}. "
+                f"Lower the learning rate (--lr, or --lr-factor with the warm-up schedule) or clip the gradients "
+                f"(--clip-norm)")
+        self._phase = "update"
+        self.optimizer.step()
+        return loss.item(), grad_norm
+
+    def _next_positions(self):
+        """The positions (in train_data) of the next batch: the current epoch's order, drawn from
+        the data generator at the epoch's start state."""
+        if self._plan is None:
+            self.data_rng.bit_generator.state = self.state.data_rng
+            self._plan = batch_indices(self.train_data, self.config.batch_size, self.data_rng,
+                                       self.config.similar_lengths)
+        return self._plan[self.state.batch_in_epoch]
+
+    def _advance(self):
+        self.state.step += 1
+        self.state.batch_in_epoch += 1
+        if self.state.batch_in_epoch == len(self._plan):
+            self.state.epoch, self.state.batch_in_epoch, self._plan = self.state.epoch + 1, 0, None
+            self.state.data_rng = self.data_rng.bit_generator.state
+
+    def _after_step(self, bar, grad_norm):
+        step, config = self.state.step, self.config
+        last = step == self.total_steps
+        if bar is not None:
+            if step % 10 == 0 or last:
+                bar.set_postfix_str(self._bar_text(), refresh=False)
+            bar.update(1)
+        if step % config.log_every == 0 or last:
+            self._log_interval(grad_norm)
+        if self.validation_data is not None and (step % config.eval_every == 0 or last):
+            self._validate()
+        if step % config.checkpoint_every == 0 and not last:
+            self._checkpoint()
+
+    def _log_interval(self, grad_norm):
+        losses, tokens = self.state.interval_losses, self.state.interval_tokens
+        self._last_logged_loss = float(np.dot(losses, tokens) / np.sum(tokens))
+        now = time.perf_counter()
+        speed = self._speed[0] / max(now - self._speed[1], 1e-9)
+        self._speed = [0, now]
+        self._write_log({"step": self.state.step, "epoch": round(self.epoch_progress, 4),
+                         "loss": self._last_logged_loss, "lr": self.optimizer.current_lr,
+                         "grad_norm": grad_norm, "tokens_per_second": round(speed, 1),
+                         "train_seconds": round(self.state.train_seconds, 3)})
+        self.state.interval_losses, self.state.interval_tokens = [], []
+
+    def _validate(self):
+        self.validation_loss = mean_cross_entropy(self.model, self.validation_data, self.config.batch_size)
+        perplexity = math.exp(min(self.validation_loss, 700.0))
+        self._write_log({"step": self.state.step, "validation_loss": self.validation_loss,
+                         "validation_perplexity": perplexity})
+        if self.report is not None:
+            recent = np.mean(self.losses[-self.config.eval_every:])
+            self.report(f"step {self.state.step:>{len(str(self.total_steps))}}/{self.total_steps}  "
+                        f"loss {recent:.3f}  validation loss {self.validation_loss:.3f} "
+                        f"(perplexity {perplexity:.2f})  lr {self.optimizer.current_lr:.2e}  "
+                        f"{format_seconds(self.state.train_seconds)}")
+
+    def _checkpoint(self):
+        if self.save is None:
+            return False
+        if self._saved_step != self.state.step:
+            self.save()
+            self._saved_step = self.state.step
+        return True
+
+    def _write_log(self, record):
+        if self.log is not None:
+            self.log.write(record)
+
+    @property
+    def epoch_progress(self):
+        """Epochs done, as a fraction (2.5: halfway through the third epoch)."""
+        return self.state.epoch + self.state.batch_in_epoch / self.batches_per_epoch
+
+    def _bar_text(self):
+        recent = self.losses[-10:]
+        speed = self._speed[0] / max(time.perf_counter() - self._speed[1], 1e-9)
+        return f"loss {np.mean(recent):.3f}, lr {self.optimizer.current_lr:.2e}, {speed:,.0f} tok/s"
+
+    @contextlib.contextmanager
+    def _progress_bar(self):
+        if not self.progress:
+            yield None
+            return
+        from tqdm import tqdm
+
+        bar = tqdm(total=self.total_steps, initial=self.state.step, unit="step", dynamic_ncols=True,
+                   file=sys.stderr, leave=True)
+        report = self.report
+        if report is not None:
+            self.report = bar.write
+        try:
+            yield bar
+        finally:
+            bar.close()
+            self.report = report
+
+
+@contextlib.contextmanager
+def _stop_on_first_interrupt(trainer):
+    """While training: the first SIGINT (Ctrl-C) sets trainer.stop_requested, so the loop ends
+    after the step under way and saves; a second one raises KeyboardInterrupt as usual. Only the
+    main thread can install signal handlers; elsewhere Ctrl-C keeps its default behaviour."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def request_stop(signum, frame):
+        trainer.stop_requested = True
+        signal.signal(signal.SIGINT, previous)
+        if trainer.report is not None:
+            trainer.report("Ctrl-C: stopping after this step and saving a checkpoint (Ctrl-C again to stop at once)")
+
+    previous = signal.signal(signal.SIGINT, request_stop) or signal.default_int_handler
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def format_seconds(seconds):
+    """7.5 minutes → "7:30"."""
+    minutes, seconds = divmod(int(seconds), 60)
+    return f"{minutes}:{seconds:02d}"

@@ -1,0 +1,202 @@
+"""`DataConfig` and `TrainingConfig`: what a training run reads and how it optimises, validated
+and saved as JSON beside the model's `TransformerConfig` (`data.json`, `training.json`).
+
+    data = DataConfig(dataset="builtin", max_len=64)
+    training = TrainingConfig(batch_size=64, steps=3000, schedule="warmup", warmup_steps=400)
+    training.save("training.json");  TrainingConfig.load("training.json") == training
+
+`DataConfig` is the data description a checkpoint keeps: `numpy-transformer evaluate` rebuilds
+the same train / validation / test split from it (same corpus, same seed).
+"""
+import dataclasses
+import json
+import math
+import numbers
+from pathlib import Path
+
+from numpy_transformer.data import DATASET_NAMES
+from numpy_transformer.data.batching import POLICIES
+from numpy_transformer.data.corpus import SUBSET_MODES
+from numpy_transformer.data.opus import parse_pair
+
+SCHEDULES = ("warmup", "constant")
+
+
+class JsonConfig:
+    """JSON round trip and validation shared by the run's configuration dataclasses."""
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self):
+        raise NotImplementedError
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text):
+        """The config written by `to_json` (every field has a default, so keys may be missing);
+        an unknown key is a ValueError naming it."""
+        values, names = json.loads(text), [field.name for field in dataclasses.fields(cls)]
+        if not isinstance(values, dict) or not set(values) <= set(names):
+            found = sorted(set(values) - set(names)) if isinstance(values, dict) else type(values).__name__
+            raise ValueError(f"{cls.__name__}: expected a JSON object with keys among {names}, got {found}")
+        return cls(**values)
+
+    @classmethod
+    def load(cls, path):
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+    def fail(self, message):
+        raise ValueError(f"{type(self).__name__}: {message}")
+
+    def check(self, name, holds, requirement, optional=False):
+        """A ValueError naming `name` unless its value is a number for which `holds` is true
+        (None is allowed when `optional`)."""
+        value = getattr(self, name)
+        if optional and value is None:
+            return
+        is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not (is_number and math.isfinite(value) and holds(value)):
+            self.fail(f"{name} must be {requirement}, got {value!r}")
+
+    def check_integer(self, name, low, optional=False):
+        value = getattr(self, name)
+        if optional and value is None:
+            return
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
+            self.fail(f"{name} must be an integer ≥ {low}, got {value!r}")
+
+    def check_choice(self, name, allowed):
+        if getattr(self, name) not in allowed:
+            self.fail(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig(JsonConfig):
+    """Which sentence pairs a run trains on, and how they become token ids.
+
+    | field          | meaning                                                                  |
+    |----------------|--------------------------------------------------------------------------|
+    | dataset        | "builtin" (synthetic, offline), "opus_books", or a file path             |
+    | pair           | source-target languages, "en-it" (thesis §3.1)                           |
+    | n_pairs        | size of the built-in corpus (ignored for the others)                     |
+    | subset         | keep the first (or a random) N pairs before splitting; None: all         |
+    | subset_mode    | "first" or "random"                                                      |
+    | seed           | generates (built-in), subsets and splits the corpus 90/5/5               |
+    | max_len        | longest sentence in tokens, [SOS]/[EOS] included; the model's max_len    |
+    | length_policy  | "drop" the longer pairs, or "truncate" them                              |
+    | min_frequency  | a word enters the vocabulary when seen this often in training (2)        |
+    """
+
+    dataset: str = "builtin"
+    pair: str = "en-it"
+    n_pairs: int = 20_000
+    subset: int = None
+    subset_mode: str = "first"
+    seed: int = 0
+    max_len: int = 64
+    length_policy: str = "drop"
+    min_frequency: int = 2
+
+    def validate(self):
+        if not isinstance(self.dataset, str) or not self.dataset:
+            self.fail(f"dataset must be {' or '.join(DATASET_NAMES)} or a file path, got {self.dataset!r}")
+        parse_pair(self.pair)
+        self.check_integer("n_pairs", 1)
+        self.check_integer("subset", 1, optional=True)
+        self.check_choice("subset_mode", SUBSET_MODES)
+        self.check_integer("seed", 0)
+        self.check_integer("max_len", 3)
+        self.check_choice("length_policy", POLICIES)
+        self.check_integer("min_frequency", 1)
+
+    @property
+    def languages(self):
+        """('en', 'it') for pair 'en-it'."""
+        return parse_pair(self.pair)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig(JsonConfig):
+    """How a run optimises (the training loop of `numpy_transformer.training`).
+
+    | field            | meaning                                                                 |
+    |------------------|-------------------------------------------------------------------------|
+    | batch_size       | sentence pairs per step                                                 |
+    | steps            | optimizer steps in all; or None and `epochs` instead                    |
+    | epochs           | passes over the training pairs (the thesis trains 20), when steps=None  |
+    | schedule         | "warmup": d^-0.5 · factor · min(t^-0.5, t · warmup^-1.5) (Vaswani et    |
+    |                  | al. 2017, §5.3); "constant": `lr` at every step (the thesis's runs)     |
+    | lr               | the constant learning rate                                              |
+    | warmup_steps     | the steps of the warm-up's linear rise                                  |
+    | lr_factor        | the warm-up schedule's factor                                           |
+    | betas, eps       | Adam's (0.9, 0.98) and 1e-9, as the paper                               |
+    | label_smoothing  | ε_ls of the cross-entropy, 0.1 as the paper                             |
+    | clip_norm        | the largest global gradient norm (None: no clipping)                    |
+    | seed             | initial weights, dropout masks and the order of the batches             |
+    | eval_every       | steps between validation losses                                         |
+    | log_every        | steps between lines of the metrics log                                  |
+    | checkpoint_every | steps between checkpoints (one is also written at the end)              |
+    | similar_lengths  | batch sentences of similar length together (less padding)               |
+    """
+
+    batch_size: int = 64
+    steps: int = 3000
+    epochs: float = None
+    schedule: str = "warmup"
+    lr: float = 1e-4
+    warmup_steps: int = 4000
+    lr_factor: float = 1.0
+    betas: tuple = (0.9, 0.98)
+    eps: float = 1e-9
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    seed: int = 0
+    eval_every: int = 500
+    log_every: int = 50
+    checkpoint_every: int = 500
+    similar_lengths: bool = True
+
+    def __post_init__(self):
+        if isinstance(self.betas, list):          # JSON gives the pair back as a list
+            object.__setattr__(self, "betas", tuple(self.betas))
+        self.validate()
+
+    def validate(self):
+        self.check_integer("batch_size", 1)
+        if (self.steps is None) == (self.epochs is None):
+            self.fail(f"give either steps or epochs (the other None), got steps={self.steps!r}, "
+                      f"epochs={self.epochs!r}")
+        self.check_integer("steps", 1, optional=True)
+        self.check("epochs", lambda e: e > 0, "a number > 0", optional=True)
+        self.check_choice("schedule", SCHEDULES)
+        self.check("lr", lambda lr: lr > 0, "a number > 0")
+        self.check_integer("warmup_steps", 1)
+        self.check("lr_factor", lambda f: f > 0, "a number > 0")
+        if not (isinstance(self.betas, tuple) and len(self.betas) == 2
+                and all(isinstance(b, numbers.Real) and 0 <= b < 1 for b in self.betas)):
+            self.fail(f"betas must be a pair of numbers in [0, 1), got {self.betas!r}")
+        self.check("eps", lambda eps: eps >= 0, "a number ≥ 0")
+        self.check("label_smoothing", lambda e: 0 <= e < 1, "a number in [0, 1)")
+        self.check("clip_norm", lambda c: c > 0, "a number > 0 (or None: no clipping)", optional=True)
+        self.check_integer("seed", 0)
+        for name in ("eval_every", "log_every", "checkpoint_every"):
+            self.check_integer(name, 1)
+        if not isinstance(self.similar_lengths, bool):
+            self.fail(f"similar_lengths must be true or false, got {self.similar_lengths!r}")
+
+    def total_steps(self, batches_per_epoch):
+        """The optimizer steps of the run: `steps`, or ⌈epochs · batches per epoch⌉."""
+        if self.steps is not None:
+            return self.steps
+        return max(1, math.ceil(self.epochs * batches_per_epoch))
+
+    def learning_rate(self, d_model):
+        """What the optimizer takes as `lr`: a float, or the schedule t ↦ lr(t)."""
+        from autograd.optim import warmup_schedule
+
+        if self.schedule == "constant":
+            return float(self.lr)
+        return warmup_schedule(d_model, self.warmup_steps, self.lr_factor)

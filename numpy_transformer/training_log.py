@@ -1,0 +1,74 @@
+"""The metrics log of a run (JSON lines) and its loss-curve figure.
+
+`log.jsonl` holds one JSON object per line, appended as training goes:
+
+    {"step": 50, "epoch": 0.18, "loss": 4.21, "lr": 0.00055, "grad_norm": 1.9, "tokens_per_second": 8231.5, "train_seconds": 6.1}
+    {"step": 250, "validation_loss": 1.02, "validation_perplexity": 2.77}
+
+a training line every `log_every` steps (`loss`: the mean label-smoothed loss per token since the
+previous line) and a validation line every `eval_every` steps (cross-entropy without smoothing).
+`loss.png` draws both against the step.
+"""
+import json
+from pathlib import Path
+
+from numpy_transformer.checkpoint import atomic_write, atomic_write_text
+
+
+class MetricsLog:
+    """Appends records to a JSON-lines file, one line each, flushed at once."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def write(self, record):
+        with open(self.path, "a", encoding="utf-8") as file:
+            file.write(json.dumps(record) + "\n")
+
+    def records(self):
+        return read_log(self.path)
+
+    def keep_until(self, step):
+        """Drop the records after `step` (written after the checkpoint a run resumes from)."""
+        kept = [record for record in self.records() if record.get("step", 0) <= step]
+        atomic_write_text(self.path, "".join(json.dumps(record) + "\n" for record in kept))
+
+
+def read_log(path):
+    """The records of a JSON-lines log; a line cut short by a crash is skipped."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def plot_loss_curve(records, path, title="Training"):
+    """Draw the training loss (label-smoothed) and the validation loss against the step, and
+    write the PNG atomically to `path`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    training = [(r["step"], r["loss"]) for r in records if "loss" in r]
+    validation = [(r["step"], r["validation_loss"]) for r in records if "validation_loss" in r]
+    figure, axes = plt.subplots(figsize=(7, 4))
+    if training:
+        axes.plot(*zip(*training), label="training loss (label-smoothed)", linewidth=1.2)
+    if validation:
+        axes.plot(*zip(*validation), "o-", label="validation loss (cross-entropy)", markersize=3)
+    axes.set_xlabel("step")
+    axes.set_ylabel("loss per token (nats)")
+    axes.set_title(title, fontsize=10)
+    axes.grid(alpha=0.3)
+    if training or validation:
+        axes.legend()
+    figure.tight_layout()
+    atomic_write(path, lambda file: figure.savefig(file, format="png", dpi=110))
+    plt.close(figure)

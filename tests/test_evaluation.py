@@ -1,0 +1,120 @@
+"""Evaluation (numpy_transformer/evaluation.py): BLEU and chrF are sacrebleu's on written text,
+perplexity is exp of the mean per-token cross-entropy, translations come back detokenized."""
+import math
+
+import numpy as np
+import pytest
+import sacrebleu
+
+import autograd.functional as F
+import numpy_transformer.evaluation as evaluation
+from numpy_transformer.data import Pair, WordTokenizer, encode_pairs
+from numpy_transformer.data.batching import make_batch
+from numpy_transformer.evaluation import (corpus_scores, evaluate_pairs, mean_cross_entropy, perplexity, too_long,
+                                          translate, with_specials)
+from numpy_transformer.model import Transformer
+from numpy_transformer.presets import model_config
+
+HYPOTHESES = ["L'uomo mangia una mela.", "Il gatto dorme sul divano!", "Siamo a casa, oggi."]
+REFERENCES = ["L'uomo mangia la mela.", "Il gatto dorme sul divano.", "Oggi siamo a casa."]
+PAIRS = [Pair("the man eats the apple .", "l' uomo mangia la mela ."),
+         Pair("the cat sleeps on the sofa .", "il gatto dorme sul divano ."),
+         Pair("today we are at home .", "oggi siamo a casa ."),
+         Pair("the man sleeps .", "l' uomo dorme .")]
+
+
+def test_bleu_and_chrf_are_sacrebleus_scores_with_their_signatures():
+    scores = corpus_scores(HYPOTHESES, REFERENCES)
+    assert scores.bleu == sacrebleu.corpus_bleu(HYPOTHESES, [REFERENCES]).score
+    assert scores.chrf == sacrebleu.corpus_chrf(HYPOTHESES, [REFERENCES]).score
+    assert 0 < scores.bleu < 100 and 0 < scores.chrf < 100
+    assert scores.bleu_signature.startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
+    assert scores.chrf_signature.startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:")
+    assert corpus_scores(REFERENCES, REFERENCES).bleu == pytest.approx(100)
+
+
+def test_scores_need_one_reference_per_hypothesis():
+    with pytest.raises(ValueError, match="2 hypotheses for 3 references"):
+        corpus_scores(HYPOTHESES[:2], REFERENCES)
+
+
+def tokenizers():
+    src = WordTokenizer.train([pair.src for pair in PAIRS], "en", min_frequency=1)
+    tgt = WordTokenizer.train([pair.tgt for pair in PAIRS], "it", min_frequency=1)
+    return src, tgt
+
+
+def tiny_model(src, tgt, max_len=16, seed=0):
+    config = model_config(dict(d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1),
+                          src.vocab_size, tgt.vocab_size, src.pad_id, max_len)
+    return Transformer(config, np.random.default_rng(seed))
+
+
+def test_hypotheses_and_references_are_scored_as_written_text(monkeypatch):
+    """With decoding replaced by an oracle that outputs the reference's tokens, the hypotheses are
+    the detokenized references (`l'uomo mangia la mela.`) and BLEU is 100."""
+    src, tgt = tokenizers()
+    by_source = {tuple(src.encode(pair.src)): tgt.encode(pair.tgt) for pair in PAIRS}
+
+    def oracle(model, sources, sos_id, eos_id, beam_size=1, length_penalty=0.6, batch_size=64):
+        return [by_source[tuple(source[1:-1])] for source in sources]
+
+    monkeypatch.setattr(evaluation, "decode_ids", oracle)
+    result = evaluate_pairs(tiny_model(src, tgt), src, tgt, PAIRS, max_len=16)
+    assert result.references[0] == "l'uomo mangia la mela." and result.sources[0] == "the man eats the apple."
+    assert result.greedy == result.beam == result.references
+    assert result.greedy_scores.bleu == result.beam_scores.bleu == pytest.approx(100)
+    assert result.best is result.beam_scores
+
+
+def test_greedy_and_beam_search_are_both_run_and_beam_1_is_greedy_only():
+    src, tgt = tokenizers()
+    model = tiny_model(src, tgt)
+    both = evaluate_pairs(model, src, tgt, PAIRS, max_len=16, beam_size=3)
+    assert len(both.greedy) == len(both.beam) == 4 and both.beam_size == 3
+    greedy = evaluate_pairs(model, src, tgt, PAIRS, max_len=16, beam_size=1)
+    assert greedy.beam is None and greedy.beam_scores is None and greedy.best is greedy.greedy_scores
+    assert greedy.greedy == both.greedy
+
+
+def test_pairs_longer_than_the_maximum_length_are_left_out_and_counted():
+    src, tgt = tokenizers()
+    result = evaluate_pairs(tiny_model(src, tgt, max_len=8), src, tgt, PAIRS, max_len=8, beam_size=1)
+    assert result.n_skipped == 1 and len(result.sources) == 3    # the sofa pair: 7 words + [SOS] [EOS] > 8
+    assert "the cat sleeps on the sofa." not in result.sources
+
+
+def test_mean_cross_entropy_is_the_mean_negative_log_probability_of_the_non_padding_labels():
+    src, tgt = tokenizers()
+    model = tiny_model(src, tgt)
+    encoded = encode_pairs(PAIRS, src, tgt)
+    batch = make_batch(encoded, np.arange(len(PAIRS)))
+    model.eval()
+    log_p = F.log_softmax(model(batch.src, batch.tgt_in), axis=-1).data.astype(np.float64)
+    model.train()
+    label_log_p = np.take_along_axis(log_p, batch.tgt_out[..., None], axis=-1)[..., 0]
+    real = batch.tgt_out != tgt.pad_id
+    expected = -label_log_p[real].mean()
+    assert real.sum() == sum(len(tgt.encode(pair.tgt)) + 1 for pair in PAIRS)   # the labels and each EOS
+    assert mean_cross_entropy(model, encoded, batch_size=3) == pytest.approx(expected, rel=1e-5)
+    assert perplexity(expected) == pytest.approx(math.exp(expected))
+
+
+def test_a_model_that_guesses_uniformly_has_the_vocabulary_size_as_perplexity():
+    src, tgt = tokenizers()
+    model = tiny_model(src, tgt)
+    model.projection.weight.data[:] = 0.0             # every logit 0: p = 1 / l for every word
+    cross_entropy = mean_cross_entropy(model, encode_pairs(PAIRS, src, tgt))
+    assert perplexity(cross_entropy) == pytest.approx(tgt.vocab_size, rel=1e-5)
+
+
+def test_translate_returns_written_text_and_refuses_sentences_longer_than_the_model():
+    src, tgt = tokenizers()
+    model = tiny_model(src, tgt, max_len=8)
+    outputs = translate(model, src, tgt, ["the man eats the apple .", "the cat sleeps ."], beam_size=2)
+    assert len(outputs) == 2 and all(isinstance(text, str) for text in outputs)
+    assert all(" ." not in text and "' " not in text for text in outputs)
+    with pytest.raises(ValueError, match=r"sentence 2 has 10 tokens .* maximum length 8"):
+        translate(model, src, tgt, ["the man eats .", "the man eats the apple on the sofa"])
+    sources = [with_specials(src.encode(text), src) for text in ("the cat", "the cat sleeps on the sofa today")]
+    assert too_long(sources, 8) == [1]

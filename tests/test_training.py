@@ -1,0 +1,199 @@
+"""The training loop (numpy_transformer/training.py, training_config.py, experiment.py): it
+learns, it is a function of its seed, it validates with dropout off, and it stops cleanly."""
+import dataclasses
+import math
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from autograd import is_grad_enabled
+from numpy_transformer.data import WordTokenizer, encode_pairs, load_dataset_splits
+from numpy_transformer.evaluation import mean_cross_entropy
+from numpy_transformer.experiment import Run
+from numpy_transformer.model import Transformer
+from numpy_transformer.presets import PRESETS, model_config, resolve
+from numpy_transformer.training import Trainer, TrainingDiverged, make_optimizer, run_generators
+from numpy_transformer.training_config import DataConfig, TrainingConfig
+from numpy_transformer.training_log import read_log
+from run_helpers import tiny_configs, write_opus_jsonl, written_pairs
+
+
+def test_64_pairs_of_an_opus_books_file_are_overfit_to_a_training_loss_below_0_1(tmp_path):
+    path = write_opus_jsonl(tmp_path / "books.jsonl", written_pairs(64))
+    splits = load_dataset_splits(str(path), cache_dir=tmp_path / "cache")
+    pairs = splits.train + splits.validation + splits.test
+    assert len(pairs) == 64
+    src = WordTokenizer.train([pair.src for pair in pairs], "en", min_frequency=1)
+    tgt = WordTokenizer.train([pair.tgt for pair in pairs], "it", min_frequency=1)
+    encoded = encode_pairs(pairs, src, tgt, max_len=64)
+    config = model_config(dict(d_model=32, n_heads=2, d_ff=64, dropout=0.0, n_encoder_layers=1, n_decoder_layers=1),
+                          src.vocab_size, tgt.vocab_size, src.pad_id, 64)
+    training = TrainingConfig(batch_size=64, steps=80, schedule="constant", lr=1e-2, label_smoothing=0.0)
+    model_rng, data_rng = run_generators(0)
+    model = Transformer(config, model_rng)
+    trainer = Trainer(model, make_optimizer(model, training), encoded, training, data_rng, report=None)
+    trainer.train()
+    assert trainer.losses[0] > 5.0                   # about log(vocabulary) at the start
+    assert trainer.losses[-1] < 0.1
+    assert mean_cross_entropy(model, encoded) < 0.1  # and in eval mode, on all 64 pairs
+
+
+def train_tiny(tmp_path, name="run", seed=0, steps=10, callback=None, **training):
+    run = Run.new(tmp_path / name, *tiny_configs(training={"seed": seed, "steps": steps, **training}), report=None)
+    result = run.train(callback)
+    return run, result
+
+
+def test_the_same_seed_gives_the_same_losses_step_for_step(tmp_path):
+    first, _ = train_tiny(tmp_path, "a")
+    second, _ = train_tiny(tmp_path, "b")
+    other, _ = train_tiny(tmp_path, "c", seed=1)
+    assert len(first.trainer.losses) == 10
+    assert first.trainer.losses == second.trainer.losses
+    assert first.trainer.losses != other.trainer.losses
+
+
+def test_the_loss_falls_and_the_log_has_training_and_validation_lines(tmp_path):
+    run, result = train_tiny(tmp_path, steps=30, checkpoint_every=10)
+    records = read_log(run.directory / "log.jsonl")
+    training = [r for r in records if "loss" in r]
+    validation = [r for r in records if "validation_loss" in r]
+    assert [r["step"] for r in training] == list(range(2, 31, 2))
+    assert [r["step"] for r in validation] == [5, 10, 15, 20, 25, 30]
+    assert training[-1]["loss"] < training[0]["loss"]
+    assert {"epoch", "lr", "grad_norm", "tokens_per_second", "train_seconds"} <= training[0].keys()
+    assert validation[-1]["validation_perplexity"] == pytest.approx(math.exp(validation[-1]["validation_loss"]))
+    assert result.validation_loss == validation[-1]["validation_loss"]
+    assert (run.directory / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_validation_runs_in_eval_mode_without_gradients_and_training_resumes_in_train_mode(tmp_path):
+    run = Run.new(tmp_path / "run", *tiny_configs(training={"steps": 5, "eval_every": 5}), report=None)
+    model, seen = run.model, []
+    forward = model.forward
+
+    def spy(src_ids, tgt_ids):
+        seen.append((model.training, model.encoder.layers[0].dropout.training, is_grad_enabled(), len(src_ids)))
+        return forward(src_ids, tgt_ids)
+
+    model.forward = spy
+    run.train()
+    training_steps = [s for s in seen if s[3] == 16][:5]
+    validation = seen[5:]
+    assert training_steps and all(s[:3] == (True, True, True) for s in training_steps)
+    assert validation and all(s[:3] == (False, False, False) for s in validation)
+    assert model.training and model.encoder.layers[0].dropout.training
+    first = run.trainer.validation_loss
+    assert mean_cross_entropy(model, run.data.validation, 16) == first   # dropout off: the same number again
+
+
+def test_epochs_set_the_number_of_steps(tmp_path):
+    run = Run.new(tmp_path / "run", *tiny_configs(training={"steps": None, "epochs": 2}), report=None)
+    assert run.trainer.batches_per_epoch == 7
+    assert run.trainer.total_steps == 14
+    result = run.train()
+    assert result.step == 14 and run.trainer.state.epoch == 2 and run.trainer.state.batch_in_epoch == 0
+
+
+def test_the_schedules_give_the_learning_rates_they_promise():
+    constant = TrainingConfig(schedule="constant", lr=1e-4)
+    assert constant.learning_rate(512) == 1e-4
+    warmup = TrainingConfig(schedule="warmup", warmup_steps=400, lr_factor=2.0).learning_rate(128)
+    assert warmup(400) == pytest.approx(2.0 * (128 * 400) ** -0.5)
+    assert warmup(200) == pytest.approx(warmup(400) / 2)
+    assert warmup(1600) == pytest.approx(warmup(400) / 2)
+
+
+def test_ctrl_c_stops_after_the_step_and_saves_a_checkpoint(tmp_path):
+    def press_ctrl_c(trainer):
+        if trainer.state.step == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    run, result = train_tiny(tmp_path, callback=press_ctrl_c)
+    assert result.interrupted and result.saved and result.step == 3
+    from numpy_transformer.checkpoint import load_checkpoint
+    assert load_checkpoint(run.directory).step == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # the handler is put back
+
+
+def test_a_diverging_run_stops_with_a_message_naming_the_learning_rate(tmp_path):
+    run = Run.new(tmp_path / "run", *tiny_configs(), report=None)
+    run.model.decoder.embedding.weight.data[:] = np.inf
+    with pytest.raises(TrainingDiverged, match="learning rate"):
+        with np.errstate(invalid="ignore", over="ignore"):
+            run.train()
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(batch_size=0), "batch_size must be an integer ≥ 1"),
+    (dict(steps=None), "either steps or epochs"),
+    (dict(steps=10, epochs=2), "either steps or epochs"),
+    (dict(schedule="cosine"), "schedule must be one of"),
+    (dict(lr=-1.0), "lr must be a number > 0"),
+    (dict(betas=(0.9, 1.5)), "betas must be a pair"),
+    (dict(label_smoothing=1.0), "label_smoothing"),
+])
+def test_a_bad_training_config_names_the_field(fields, message):
+    with pytest.raises(ValueError, match=message):
+        TrainingConfig(**fields)
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(pair="english-italian"), "pair must look like 'en-it'"),
+    (dict(max_len=2), "max_len must be an integer ≥ 3"),
+    (dict(length_policy="cut"), "length_policy must be one of"),
+    (dict(subset=0), "subset must be an integer ≥ 1"),
+])
+def test_a_bad_data_config_names_the_field(fields, message):
+    with pytest.raises(ValueError, match=message):
+        DataConfig(**fields)
+
+
+def test_configs_round_trip_through_json():
+    training = TrainingConfig(steps=None, epochs=2.5, schedule="constant", clip_norm=None)
+    data = DataConfig(dataset="opus_books", subset=100, subset_mode="random")
+    assert TrainingConfig.from_json(training.to_json()) == training
+    assert DataConfig.from_json(data.to_json()) == data
+    with pytest.raises(ValueError, match=r"keys among .* got \['learning_rate'\]"):
+        TrainingConfig.from_json('{"steps": 5, "learning_rate": 1}')
+
+
+def test_the_presets_are_the_runs_they_describe():
+    model, training, data = resolve("thesis-8-heads")
+    assert (model["d_model"], model["n_heads"], model["n_encoder_layers"], model["n_decoder_layers"]) == (512, 8, 1, 1)
+    assert (training.batch_size, training.schedule, training.lr, training.epochs) == (8, "constant", 1e-4, 20)
+    assert (data.dataset, data.pair, data.max_len) == ("opus_books", "en-it", 350)
+    assert resolve("thesis-1-head")[0]["n_heads"] == 1
+    model, training, data = resolve("default")
+    assert model["n_encoder_layers"] == model["n_decoder_layers"] == 1 and model["n_heads"] > 1
+    assert data.dataset == "builtin"
+    base = model_config(resolve("base")[0], 37000, 37000, 1, 350)
+    assert (base.n_encoder_layers, base.d_ff, base.tie_embeddings) == (6, 2048, True)
+    assert set(PRESETS) == {"default", "thesis-1-head", "thesis-8-heads", "base"}
+
+
+def test_flags_override_a_preset_and_bad_values_fail_before_any_data_is_loaded():
+    model, training, _ = resolve("thesis-1-head", {"n_heads": 4}, {"steps": 100, "epochs": None})
+    assert model["n_heads"] == 4 and training.steps == 100 and training.lr == 1e-4
+    with pytest.raises(ValueError, match="not divisible by n_heads=3"):
+        resolve("default", {"n_heads": 3})
+    with pytest.raises(ValueError, match="unknown preset 'huge'"):
+        resolve("huge")
+
+
+def test_a_run_folder_is_refused_when_it_already_holds_a_model(tmp_path):
+    train_tiny(tmp_path, steps=2)
+    with pytest.raises(ValueError, match="already holds a trained model"):
+        Run.new(tmp_path / "run", *tiny_configs(), report=None)
+    run = Run.new(tmp_path / "run", *tiny_configs(training={"steps": 1}), overwrite=True, report=None)
+    assert not (run.directory / "checkpoint.npz").exists() and not (run.directory / "log.jsonl").exists()
+
+
+def test_state_to_dict_round_trips(tmp_path):
+    run, _ = train_tiny(tmp_path, steps=3)
+    state = run.trainer.checkpoint_state()
+    from numpy_transformer.training import TrainingState
+    assert TrainingState.from_dict(state).to_dict() == state
+    assert dataclasses.asdict(TrainingState.from_dict(state))["step"] == 3
