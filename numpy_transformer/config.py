@@ -10,15 +10,13 @@ residual sum; ReLU, §1.2.4; a projection P of its own, §1.2.5). `TransformerCo
 original paper's base model, which also ties the embeddings.
 """
 import dataclasses
-import json
-import numbers
-from pathlib import Path
 from typing import Optional
 
 from autograd.functional.layer_norm import VARIANTS as NORM_VARIANTS
 from numpy_transformer.attention.variants import (ATTENTION_KINDS, CAUSAL_KINDS, DEFAULTS as ATTENTION_DEFAULTS,
                                                   MODEL_OPTIONS as ATTENTION_MODEL_OPTIONS, attention_options,
                                                   options_for)
+from numpy_transformer.json_config import JsonConfig, is_integer
 from numpy_transformer.nn import ACTIVATIONS
 from numpy_transformer.positional import KINDS as POSITIONAL_KINDS
 
@@ -33,7 +31,7 @@ _FLAGS = ("tie_embeddings", "share_source_embedding")
 
 
 @dataclasses.dataclass(frozen=True)
-class TransformerConfig:
+class TransformerConfig(JsonConfig):
     """The hyper-parameters of `numpy_transformer.model.Transformer`.
 
     | field                    | meaning                                                   | thesis      |
@@ -121,93 +119,46 @@ class TransformerConfig:
     def validate(self):
         """Raise a ValueError naming the first field whose value cannot build a model."""
         for name in _SIZES:
-            _check_positive_integer(name, getattr(self, name))
+            self.check_integer(name, 1)
         for name, allowed in _CHOICES.items():
-            if getattr(self, name) not in allowed:
-                _fail(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+            self.check_choice(name, allowed)
         for name in _FLAGS:
-            if not isinstance(getattr(self, name), bool):
-                _fail(f"{name} must be true or false, got {getattr(self, name)!r}")
-        _check_number("dropout", self.dropout, lambda p: 0 <= p < 1, "in [0, 1)")
-        _check_number("norm_eps", self.norm_eps, lambda eps: eps > 0, "> 0")
-        _check_number("positional_base", self.positional_base, lambda N: N > 0, "> 0")
+            self.check_flag(name)
+        self.check("dropout", lambda p: 0 <= p < 1, "a number in [0, 1)")
+        self.check("norm_eps", lambda eps: eps > 0, "a number > 0")
+        self.check("positional_base", lambda N: N > 0, "a number > 0")
         self._check_attention()
         self._check_sizes_fit()
 
     def _check_attention(self):
         if self.decoder_attention is not None and self.decoder_attention not in ATTENTION_KINDS:
-            _fail(f"decoder_attention must be None or one of {ATTENTION_KINDS}, got {self.decoder_attention!r}")
+            self.fail(f"decoder_attention must be None or one of {ATTENTION_KINDS}, got {self.decoder_attention!r}")
         if self.decoder_self_attention not in CAUSAL_KINDS:
-            _fail(f"the decoder's self-attention must be causal, and attention {self.decoder_self_attention!r} "
+            self.fail(f"the decoder's self-attention must be causal, and attention {self.decoder_self_attention!r} "
                   f"is not; the causal-capable kinds are {CAUSAL_KINDS}: set decoder_attention to one of them")
         if not isinstance(self.attention_options, dict):
-            _fail(f"attention_options must be a dict, got {type(self.attention_options).__name__}")
+            self.fail(f"attention_options must be a dict, got {type(self.attention_options).__name__}")
         kinds = (self.attention, self.decoder_self_attention)
         for name in self.attention_options:
             if name in ATTENTION_MODEL_OPTIONS or not any(name in ATTENTION_DEFAULTS[kind] for kind in kinds):
-                _fail(f"attention_options: {name!r} is not an option of attention {kinds[0]!r} or decoder "
+                self.fail(f"attention_options: {name!r} is not an option of attention {kinds[0]!r} or decoder "
                       f"attention {kinds[1]!r} (the model sets causal and max_len itself)")
         for kind in kinds:
             try:
                 attention_options(kind, options_for(kind, self.attention_options))
             except ValueError as error:
-                _fail(str(error))
+                self.fail(str(error))
 
     def _check_sizes_fit(self):
         if self.d_model % self.n_heads:
-            _fail(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads} "
+            self.fail(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads} "
                   f"(each head has d_k = d_model / n_heads)")
         if self.positional == "sinusoidal" and self.d_model % 2:
-            _fail(f"d_model={self.d_model} must be even for the sinusoidal positional encoding "
+            self.fail(f"d_model={self.d_model} must be even for the sinusoidal positional encoding "
                   f"(its entries come in sin/cos pairs, eq. (1))")
         vocabulary = min(self.src_vocab_size, self.tgt_vocab_size)
-        if not _is_integer(self.pad_id) or not 0 <= self.pad_id < vocabulary:
-            _fail(f"pad_id must be an id of both vocabularies, in [0, {vocabulary}), got {self.pad_id!r}")
+        if not is_integer(self.pad_id) or not 0 <= self.pad_id < vocabulary:
+            self.fail(f"pad_id must be an id of both vocabularies, in [0, {vocabulary}), got {self.pad_id!r}")
         if self.share_source_embedding and self.src_vocab_size != self.tgt_vocab_size:
-            _fail(f"share_source_embedding needs one vocabulary for both languages, got "
+            self.fail(f"share_source_embedding needs one vocabulary for both languages, got "
                   f"src_vocab_size={self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
-
-    def to_json(self):
-        return json.dumps(dataclasses.asdict(self), indent=2)
-
-    @classmethod
-    def from_json(cls, text):
-        """The config written by `to_json`. Unknown or missing keys are a ValueError naming them."""
-        values = json.loads(text)
-        if not isinstance(values, dict):
-            _fail(f"a config must be a JSON object, got {type(values).__name__}")
-        fields = {field.name: field for field in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - set(fields))
-        if unknown:
-            _fail(f"unknown keys {unknown}; the fields are {list(fields)}")
-        missing = [name for name, field in fields.items()
-                   if name not in values and field.default is dataclasses.MISSING]
-        if missing:
-            _fail(f"missing keys {missing}")
-        return cls(**values)
-
-    def save(self, path):
-        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, path):
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
-
-
-def _fail(message):
-    raise ValueError(f"TransformerConfig: {message}")
-
-
-def _is_integer(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _check_positive_integer(name, value):
-    if not _is_integer(value) or value <= 0:
-        _fail(f"{name} must be a positive integer, got {value!r}")
-
-
-def _check_number(name, value, holds, requirement):
-    is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not (is_number and holds(value)):
-        _fail(f"{name} must be a number {requirement}, got {value!r}")

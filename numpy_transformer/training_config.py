@@ -9,68 +9,16 @@ and saved as JSON beside the model's `TransformerConfig` (`data.json`, `training
 the same train / validation / test split from it (same corpus, same seed).
 """
 import dataclasses
-import json
 import math
 import numbers
-from pathlib import Path
 
 from numpy_transformer.data import DATASET_NAMES
 from numpy_transformer.data.batching import POLICIES
 from numpy_transformer.data.corpus import SUBSET_MODES
 from numpy_transformer.data.opus import parse_pair
+from numpy_transformer.json_config import JsonConfig
 
 SCHEDULES = ("warmup", "constant")
-
-
-class JsonConfig:
-    """JSON round trip and validation shared by the run's configuration dataclasses."""
-
-    def __post_init__(self):
-        self.validate()
-
-    def validate(self):
-        raise NotImplementedError
-
-    def to_json(self):
-        return json.dumps(dataclasses.asdict(self), indent=2)
-
-    @classmethod
-    def from_json(cls, text):
-        """The config written by `to_json` (every field has a default, so keys may be missing);
-        an unknown key is a ValueError naming it."""
-        values, names = json.loads(text), [field.name for field in dataclasses.fields(cls)]
-        if not isinstance(values, dict) or not set(values) <= set(names):
-            found = sorted(set(values) - set(names)) if isinstance(values, dict) else type(values).__name__
-            raise ValueError(f"{cls.__name__}: expected a JSON object with keys among {names}, got {found}")
-        return cls(**values)
-
-    @classmethod
-    def load(cls, path):
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
-
-    def fail(self, message):
-        raise ValueError(f"{type(self).__name__}: {message}")
-
-    def check(self, name, holds, requirement, optional=False):
-        """A ValueError naming `name` unless its value is a number for which `holds` is true
-        (None is allowed when `optional`)."""
-        value = getattr(self, name)
-        if optional and value is None:
-            return
-        is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-        if not (is_number and math.isfinite(value) and holds(value)):
-            self.fail(f"{name} must be {requirement}, got {value!r}")
-
-    def check_integer(self, name, low, optional=False):
-        value = getattr(self, name)
-        if optional and value is None:
-            return
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
-            self.fail(f"{name} must be an integer ≥ {low}, got {value!r}")
-
-    def check_choice(self, name, allowed):
-        if getattr(self, name) not in allowed:
-            self.fail(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -127,7 +127,7 @@ def test_a_diverging_run_stops_with_a_message_naming_the_learning_rate(tmp_path)
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(batch_size=0), "batch_size must be an integer ≥ 1"),
+    (dict(batch_size=0), "batch_size must be a positive integer"),
     (dict(steps=None), "either steps or epochs"),
     (dict(steps=10, epochs=2), "either steps or epochs"),
     (dict(schedule="cosine"), "schedule must be one of"),
@@ -144,7 +144,7 @@ def test_a_bad_training_config_names_the_field(fields, message):
     (dict(pair="english-italian"), "pair must look like 'en-it'"),
     (dict(max_len=2), "max_len must be an integer ≥ 3"),
     (dict(length_policy="cut"), "length_policy must be one of"),
-    (dict(subset=0), "subset must be an integer ≥ 1"),
+    (dict(subset=0), "subset must be a positive integer"),
 ])
 def test_a_bad_data_config_names_the_field(fields, message):
     with pytest.raises(ValueError, match=message):
@@ -156,7 +156,7 @@ def test_configs_round_trip_through_json():
     data = DataConfig(dataset="opus_books", subset=100, subset_mode="random")
     assert TrainingConfig.from_json(training.to_json()) == training
     assert DataConfig.from_json(data.to_json()) == data
-    with pytest.raises(ValueError, match=r"keys among .* got \['learning_rate'\]"):
+    with pytest.raises(ValueError, match=r"unknown keys \[.learning_rate.\]"):
         TrainingConfig.from_json('{"steps": 5, "learning_rate": 1}')
 
 
