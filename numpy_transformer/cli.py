@@ -3,6 +3,7 @@
     numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE] [flags]
     numpy-transformer translate --checkpoint DIR "a sentence" ...     (or lines on standard input)
     numpy-transformer evaluate --checkpoint DIR [--split test|validation] [--beam N]
+    numpy-transformer attention --checkpoint DIR "a sentence" [--out DIR]
     numpy-transformer gradcheck
     numpy-transformer bench attention
 
@@ -16,6 +17,7 @@ import os
 import sys
 
 from numpy_transformer import __version__
+from numpy_transformer.analysis.command import add_attention_command
 from numpy_transformer.benchmarks import BLAS_THREAD_VARIABLES, add_bench_command
 
 EXIT_ERROR, EXIT_INTERRUPTED = 1, 130
@@ -193,6 +195,7 @@ def build_parser():
     add_decoding_arguments(evaluate, "the evaluation")
     add_common_arguments(evaluate)
     evaluate.set_defaults(run=evaluate_command)
+    add_attention_command(commands)
     add_bench_command(commands)
     return parser
 

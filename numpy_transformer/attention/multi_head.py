@@ -45,6 +45,10 @@ class MultiHeadAttention(Module):
     bias=False). Dropout with probability `dropout` acts on the attention weights, as in the
     paper's implementation. After each call `last_weights` holds the attention weights of
     every head as a NumPy array (batch, heads, n_q, n_k), before dropout, for analysis.
+    `weights_hook` (None unless set, by numpy_transformer.analysis) is a function weights →
+    weights applied to the weights Tensor before dropout and V: it lets an analysis watch,
+    replace or zero a head's weights as they are used (attention × gradient, the structured
+    approximation, head ablation).
 
     `attention` chooses how the heads attend: "full" (eq. (5)) or a variant of chapter 2,
     "sparse", "window", "bigbird", "linear", "linformer" or "blockwise", with its `options`
@@ -68,6 +72,7 @@ class MultiHeadAttention(Module):
         self.attention = attention
         self.variant = attention_variant(attention, self.d_k, n_heads, rng, dtype, **options)
         self.last_weights = None
+        self.weights_hook = None
 
     def forward(self, query, key_value=None, mask=None, cache=None):
         """Self-attention of `query` (key_value None) or its cross-attention on `key_value`.
@@ -98,9 +103,15 @@ class MultiHeadAttention(Module):
             K, V = self._self_keys_values(query, cache)
         else:
             K, V = self._cross_keys_values(key_value, cache)
-        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout=self.dropout)
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout=self._weights_used)
         self.last_weights = weights.data
         return self.W_c(merge_heads(heads))
+
+    def _weights_used(self, weights):
+        """The weights that multiply V: through `weights_hook` when one is set, then dropout."""
+        if self.weights_hook is not None:
+            weights = self.weights_hook(weights)
+        return self.dropout(weights)
 
     def _keys_values(self, z):
         """K, V of eq. (4) for every head: (batch, heads, n, d_k) each."""

@@ -1,0 +1,67 @@
+"""`numpy-transformer attention`: look inside the heads of a trained model for one sentence.
+
+    numpy-transformer attention --checkpoint runs/default "the cat sleeps on the sofa ." \
+        [--target "il gatto dorme sul divano ."] [--out attention] [--format png|svg]
+
+writes into --out a heat-map grid per kind of attention (encoder_self_attn, decoder_self_attn,
+decoder_cross_attn), the singular-value spectra (spectra), and every matrix with its tokens
+(attention.npz), and prints the role of every head and its structured approximation (the
+projection of eq. (21) at bandwidth --w with --num-pos rare tokens). Without --target the model
+reads its own greedy translation.
+"""
+from pathlib import Path
+
+from numpy_transformer.analysis.capture import capture_sentence
+from numpy_transformer.analysis.heatmaps import draw_capture
+from numpy_transformer.analysis.projection import project_structured
+from numpy_transformer.analysis.roles import classify_capture, roles_table
+from numpy_transformer.analysis.spectra import draw_spectra
+
+
+def add_attention_command(commands):
+    """Register `attention` on the CLI's subcommands (an argparse subparsers object)."""
+    parser = commands.add_parser("attention", help="draw and classify the attention heads of a trained model",
+                                 description="Heat maps, spectra, head roles and the structured approximation of "
+                                             "every attention head for one sentence (thesis chapter 3).")
+    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="the folder `train --out` wrote")
+    parser.add_argument("sentence", help="the source sentence")
+    parser.add_argument("--target", help="the translation the decoder reads (default: the model's own)")
+    parser.add_argument("--out", default="attention", metavar="DIR", help="folder for the figures (default attention)")
+    parser.add_argument("--format", choices=("png", "svg"), default="png", help="figure format (default png)")
+    parser.add_argument("--w", type=int, default=3, help="bandwidth of the structured approximation (default 3)")
+    parser.add_argument("--num-pos", type=int, default=2, help="rare tokens of the approximation's Σ3 (default 2)")
+    parser.set_defaults(run=attention_command)
+    return parser
+
+
+def approximation_table(capture, w, num_pos):
+    """Markdown: every head's projection (family, distance, captured mass, entries stored)."""
+    lines = ["| attention | head | family | distance abs(H − X) | captured | stored / entries |",
+             "|---|---:|---|---:|---:|---|"]
+    for name, weights in capture.weights.items():
+        for head, H in enumerate(weights):
+            p = project_structured(H, w, num_pos)
+            lines.append(f"| {name} | {head} | {p.family} | {p.distance:.3f} | {p.captured_mass:.1%} | "
+                         f"{p.stored_entries}/{p.n_entries} |")
+    return "\n".join(lines)
+
+
+def attention_command(args):
+    from numpy_transformer.checkpoint import load_checkpoint
+
+    checkpoint = load_checkpoint(args.checkpoint)
+    capture = capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, args.sentence,
+                               args.target)
+    out = Path(args.out)
+    paths = draw_capture(capture, out, args.format) + [draw_spectra(capture, out / f"spectra.{args.format}")]
+    capture.save(out / "attention.npz")
+    print(f"source: {' '.join(capture.src_tokens)}")
+    print(f"target ({'given' if args.target else 'the model translation'}): {' '.join(capture.tgt_tokens)}")
+    print()
+    print(roles_table(classify_capture(capture), {name: capture.axes(name)[1] for name in capture.weights}))
+    print()
+    print(f"Structured approximation X = P_c B + E (projection, w = {args.w}, num_pos = {args.num_pos}):")
+    print(approximation_table(capture, args.w, args.num_pos))
+    print()
+    print("wrote " + ", ".join(str(p) for p in [*paths, out / "attention.npz"]))
+    return 0

@@ -1,0 +1,98 @@
+"""A role for each head (thesis §3.1.1; Voita et al. 2019): positional, syntactic, rare-token,
+or other, read off the measures of `measures.py`.
+
+The rules, tried in this order (the first that holds names the role):
+
+| role       | rule                                                                          |
+|------------|-------------------------------------------------------------------------------|
+| rare-token | one key receives ≥ 40% of all the mass, or two keys ≥ 55% together, and at    |
+|            | least twice what a uniform head puts on its largest one or two columns (2/n_k |
+|            | and 4/n_k; more under a causal mask, where every row sees the first token):   |
+|            | the thesis's Σ3, "all tokens attending a specific one", with one or two       |
+|            | tokens T (often `.` and [EOS])                                                |
+| positional | one diagonal k = j − i holds ≥ 50% of the mass: the thesis's Σ1 (k = 0), or a |
+|            | previous/next-token head (k = ∓1)                                             |
+| syntactic  | ≥ 60% of the mass within bandwidth 2 (abs(j − i) ≤ 2), and at least 1.5 times |
+|            | what a uniform head puts there, but no single diagonal dominant: the          |
+|            | thesis's Σ2, near words attending each other                                  |
+| other      | none of these: spread out, or structured some other way                       |
+
+Why these numbers (checked on the generators of `families.py` in tests/test_analysis_roles.py,
+16 × 16 heads with their sparse error):
+- rare-token before positional: a column collecting 40% of the mass is never a positional
+  head's (each of its columns gets about 1/n), while a rare-token head whose window covers
+  half the rows still keeps the other half on its diagonal (≥ 50%). "Twice a uniform share"
+  keeps a 2 × 2 identity (each column 50%) positional, and the first column of a causal head
+  (which a uniform causal 15 × 15 head already gives 22%) from passing for a rare token. Two
+  tokens: Σ3 with T = {t₁, t₂}, each attended by 6 of 16 rows, has 37.5% per column (under
+  40%) but 75% for the pair; a positional or syntactic 16 × 16 head puts about 2/16 on any
+  two columns.
+- 50% on one diagonal: an identity with the thesis's sparse error (coefficient ≤ 0.5, one
+  entry per row) keeps ≥ 2/3 of its mass on the diagonal; a band of bandwidth 1 with
+  drop-out spreads a row over about 3 keys, ≈ 1/3 each.
+- 60% in the band and 1.5 × uniform: a uniform 16 × 16 head has 29% of its mass within
+  bandwidth 2; a short sentence (n ≤ 6) has most of its entries in the band, and the ratio
+  keeps its uniform heads "other". Below n ≈ 2w + 2 = 6 tokens no rule can tell the roles
+  apart, and the roles of such short sentences mean little.
+"""
+import dataclasses
+
+from numpy_transformer.analysis.measures import HeadMeasures, head_measures
+
+ROLES = ("positional", "syntactic", "rare-token", "other")
+RARE_TOKEN_COLUMN_MASS = 0.4
+RARE_TOKEN_PAIR_MASS = 0.55
+RARE_TOKEN_UNIFORM_FACTOR = 2.0
+POSITIONAL_OFFSET_MASS = 0.5
+SYNTACTIC_BAND_WIDTH = 2
+SYNTACTIC_BAND_MASS = 0.6
+SYNTACTIC_UNIFORM_FACTOR = 1.5
+
+
+def role_from_measures(measures):
+    """The role (one of ROLES) that the rules of the module docstring give a `HeadMeasures`."""
+    uniform_one, uniform_two = measures.uniform_top_columns
+    if measures.top_column_mass >= max(RARE_TOKEN_COLUMN_MASS, RARE_TOKEN_UNIFORM_FACTOR * uniform_one) or \
+            measures.top_two_columns_mass >= max(RARE_TOKEN_PAIR_MASS, RARE_TOKEN_UNIFORM_FACTOR * uniform_two):
+        return "rare-token"
+    if measures.dominant_offset_mass >= POSITIONAL_OFFSET_MASS:
+        return "positional"
+    if measures.band_mass >= max(SYNTACTIC_BAND_MASS, SYNTACTIC_UNIFORM_FACTOR * measures.uniform_band_mass):
+        return "syntactic"
+    return "other"
+
+
+def classify_head(H, causal=False):
+    """(role, HeadMeasures) of one head (n_q, n_k); `causal` for a masked self-attention."""
+    measures = head_measures(H, SYNTACTIC_BAND_WIDTH, causal)
+    return role_from_measures(measures), measures
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadRole:
+    """One row of the roles table: which head, its role and its measures."""
+    name: str
+    head: int
+    role: str
+    measures: HeadMeasures
+
+
+def classify_capture(capture):
+    """A `HeadRole` for every head of an `AttentionCapture`, in the order of its names."""
+    return [HeadRole(name, head, *classify_head(matrix, causal=capture.is_causal(name)))
+            for name, weights in capture.weights.items() for head, matrix in enumerate(weights)]
+
+
+def roles_table(head_roles, key_tokens=None):
+    """The roles as a Markdown table. key_tokens: name → the key tokens, to print the top
+    column's token."""
+    lines = ["| attention | head | role | top diagonal k (mass) | band ≤ 2 (uniform) | top key (mass) | "
+             "entropy (nats) | rank | ‖H‖₂ |",
+             "|---|---:|---|---|---|---|---:|---|---:|"]
+    for row in head_roles:
+        m = row.measures
+        token = f" `{key_tokens[row.name][m.top_column]}`" if key_tokens else ""
+        lines.append(f"| {row.name} | {row.head} | {row.role} | {m.dominant_offset:+d} ({m.dominant_offset_mass:.2f}) | "
+                     f"{m.band_mass:.2f} ({m.uniform_band_mass:.2f}) | {m.top_column}{token} ({m.top_column_mass:.2f}) | "
+                     f"{m.mean_entropy:.2f} | {m.rank}/{min(m.shape)} | {m.spectral_norm:.2f} |")
+    return "\n".join(lines)
