@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import numpy as np
 
 _grad_enabled = True
+_profiler = None  # an autograd.profiler.Profile while `autograd.profile()` runs
 
 
 @contextmanager
@@ -45,16 +46,16 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs, **params):
-        like = next((x for x in inputs if isinstance(x, Tensor)), None)
-        if like is None:
-            raise TypeError(f"{cls.__name__}: at least one input must be a Tensor")
-        tensors = tuple(as_tensor(x, like.dtype) for x in inputs)
-        _check_same_float_dtype(cls, tensors)
+        tensors = _as_tensors(cls, inputs)
         fn = cls()
-        fn.needs_input_grad = tuple(t.requires_grad for t in tensors)
+        fn.needs_input_grad = tuple([t.requires_grad for t in tensors])
         fn.saved = ()
-        out = Tensor(fn.forward(*(t.data for t in tensors), **params))
-        if _grad_enabled and any(fn.needs_input_grad):
+        arrays = [t.data for t in tensors]
+        if _profiler is None:  # the profiler's only cost when it is off: this test
+            out = Tensor(fn.forward(*arrays, **params))
+        else:
+            out = Tensor(_profiler.timed(cls.__name__, "forward", fn.forward, *arrays, **params))
+        if _grad_enabled and True in fn.needs_input_grad:
             out.requires_grad = True
             out.creator, fn.inputs = fn, tensors
         return out
@@ -76,17 +77,23 @@ def as_tensor(value, dtype=None):
     if isinstance(value, Tensor):
         return value
     value = np.asarray(value)
-    if dtype is not None and np.issubdtype(dtype, np.floating) and value.dtype.kind in "fiub":
+    if dtype is not None and np.dtype(dtype).kind == "f" and value.dtype.kind in "fiub":
         value = value.astype(dtype, copy=False)
     return Tensor(value)
 
 
-def _check_same_float_dtype(cls, tensors):
-    """Mixing float32 and float64 Tensors would silently upcast: refuse it where it happens."""
-    floats = {t.dtype for t in tensors if np.issubdtype(t.dtype, np.floating)}
+def _as_tensors(cls, inputs):
+    """An op's inputs as Tensors, constants taking the dtype of the first Tensor. Mixing float32
+    and float64 Tensors would silently upcast: refuse it where it happens."""
+    like = [x for x in inputs if isinstance(x, Tensor)]
+    if not like:
+        raise TypeError(f"{cls.__name__}: at least one input must be a Tensor")
+    tensors = [x if isinstance(x, Tensor) else as_tensor(x, like[0].data.dtype) for x in inputs]
+    floats = {t.data.dtype for t in tensors if t.data.dtype.kind == "f"}
     if len(floats) > 1:
         raise TypeError(f"{cls.__name__}: inputs mix {' and '.join(sorted(map(str, floats)))}; "
                         "cast them to one dtype first (no silent upcasts)")
+    return tuple(tensors)
 
 
 class Tensor:
@@ -153,11 +160,14 @@ class Tensor:
             if fn.saved is None:
                 raise RuntimeError(f"backward() through a graph a second time: {type(fn).__name__} has freed "
                                    "its saved arrays. Pass retain_graph=True to the first backward().")
-            input_grads = fn.backward(g)
-            for tensor, input_grad in zip(fn.inputs, input_grads):
+            input_grads = fn.backward(g) if _profiler is None else \
+                _profiler.timed(type(fn).__name__, "backward", fn.backward, g)
+            owners = [_owner(g)] + [_owner(input_grad) for input_grad in input_grads]
+            for tensor, input_grad, owner in zip(fn.inputs, input_grads, owners[1:]):
                 if tensor.requires_grad:
                     _check_gradient(fn, tensor, input_grad)
-                    _accumulate(grads, owned, tensor, input_grad)
+                    fresh = sum(other is owner for other in owners) == 1 and input_grad.flags.writeable
+                    _accumulate(grads, owned, tensor, input_grad, fresh)
             if not retain_graph:
                 fn.saved, fn.inputs = None, ()  # release the arrays and the intermediate tensors
 
@@ -179,12 +189,22 @@ def topological_order(root):
     return order
 
 
-def _accumulate(grads, owned, tensor, g):
-    """grads[tensor] += g. The first contribution may be an array another node also holds, so
-    the second one allocates a fresh sum that later contributions update in place."""
+def _owner(array):
+    """The array whose memory `array` uses (itself unless it is a view); None for None."""
+    return array if array is None or array.base is None else array.base
+
+
+def _accumulate(grads, owned, tensor, g, fresh):
+    """grads[tensor] += g, in place where that is safe. A `fresh` g (a VJP's new array that shares
+    memory with no other gradient: not the op's upstream gradient g, a view of it, or another
+    input's gradient) belongs to this tensor alone: later contributions are added into it, and a
+    leaf keeps it as its .grad without a copy. Otherwise the second contribution allocates a
+    fresh sum that later ones update in place."""
     key = id(tensor)
     if key not in grads:
         grads[key] = g
+        if fresh:
+            owned.add(key)
     elif key in owned:
         grads[key] += g
     else:

@@ -53,6 +53,7 @@ CASES = [
     Case("concatenate / stack / split", lambda a, b: ops.stack(ops.split(ops.concatenate([a, b], axis=1), 2, axis=1)),
          ((2, 3), (2, 1))),
     Case("a @ b (batched, broadcast)", lambda a, b: a @ b, ((2, 1, 3, 4), (5, 4, 2))),
+    Case("linear x W + b (fused)", lambda x, w, b: F.linear(x, w, b), ((2, 3, 4), (4, 5), (5,))),
     Case("softmax", lambda a: F.softmax(a, axis=-1), ((3, 5),)),
     Case("softmax_composite", lambda a: F.softmax_composite(a, axis=0), ((3, 5),)),
     Case("log_softmax", lambda a: F.log_softmax(a, axis=-1), ((3, 5),)),

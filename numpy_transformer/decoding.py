@@ -109,7 +109,7 @@ class IncrementalDecoder:
             y = self.model.decode(self.memory, self.src_mask, self.prefix, causal_mask(start + 1))[:, -1:]
         else:
             y = self.model.decode(self.memory, self.src_mask, self.prefix[:, -1:], None, self.cache, start)
-        log_p = F.log_softmax(self.model.project(y)[:, 0], axis=-1).data
+        log_p = F.log_softmax(self.model.project(y[:, 0]), axis=-1).data
         log_p[:, self.model.config.pad_id] = -np.inf
         return log_p
 

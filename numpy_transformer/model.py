@@ -17,6 +17,7 @@ whose stacks end with one more LayerNorm. Every hyper-parameter comes from a
 """
 import numpy as np
 
+import autograd.functional as F
 from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.attention.variants import options_for, share_projections_across_layers, variant_parameter_count
 from numpy_transformer.config import TransformerConfig
@@ -233,7 +234,7 @@ class Transformer(Module):
         """Logits Y · P of §1.2.5: (batch, n_tgt, d) → (batch, n_tgt, tgt_vocab_size); a softmax
         over the last axis gives p(y_t | y_<t, x)."""
         if self.projection is None:
-            return y @ self.decoder.embedding.weight.T
+            return F.linear(y, self.decoder.embedding.weight.T)
         return self.projection(y)
 
     def forward(self, src_ids, tgt_ids):

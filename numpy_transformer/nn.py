@@ -145,7 +145,8 @@ class Linear(Module):
     x: (..., d_in) → y: (..., d_out). Xavier/Glorot normal initialisation,
     W ~ N(0, 2/(d_in + d_out)), which for a d × d projection is the N(0, 1/d) the architecture
     notes give for W_Q, W_K, W_V and W_O: the output entries keep the scale of the input's.
-    b starts at zero.
+    b starts at zero. It is one fused op (autograd.functional.linear), whose VJP multiplies the
+    rows of x, whatever its leading axes, as one matrix.
     """
 
     def __init__(self, d_in, d_out, rng, bias=True, dtype=np.float32):
@@ -159,8 +160,7 @@ class Linear(Module):
         if x.shape[-1:] != (self.d_in,):
             raise ValueError(f"Linear({self.d_in}, {self.d_out}): expected an input whose last "
                              f"dimension is d_in={self.d_in}, got shape {tuple(x.shape)}")
-        y = x @ self.weight
-        return y if self.bias is None else y + self.bias
+        return F.linear(x, self.weight, self.bias)
 
 
 class Embedding(Module):

@@ -7,6 +7,7 @@ import pytest
 from autograd import Tensor, gradcheck, no_grad
 from numpy_transformer.attention import (MultiHeadAttention, merge_heads, scaled_dot_product_attention,
                                          split_heads)
+from numpy_transformer.attention.scaled_dot_product import AttentionWeights, attention_weights_composite
 from numpy_transformer.masks import causal_mask, padding_mask
 from numpy_transformer.nn import Dropout
 
@@ -73,6 +74,29 @@ def test_dropout_acts_on_the_weights_and_the_returned_weights_are_before_dropout
     dropout.rng = rng(4)
     np.testing.assert_allclose(out.data, dropout(weights).data @ v.data, rtol=1e-14)
     assert not np.allclose(out.data, weights.data @ v.data)
+
+
+@pytest.mark.parametrize("q_shape, k_shape, mask", [
+    ((2, 3, 4, 5), (2, 3, 4, 5), causal_mask(4) & np.array([False, True, True, True])),   # an empty row
+    ((2, 3, 4, 5), (2, 1, 6, 5), np.array([True, True, False, True, True, False])[None, None, None]),
+    ((4, 5), (2, 3, 6, 5), None),
+])
+def test_fused_attention_weights_agree_with_the_composite_in_values_and_gradients(q_shape, k_shape, mask):
+    q, k = tensor(*q_shape, seed=1), tensor(*k_shape, seed=2)
+    upstream = rng(3).standard_normal(np.broadcast_shapes(q_shape[:-2], k_shape[:-2]) + (q_shape[-2], k_shape[-2]))
+    results = []
+    for weights in (AttentionWeights.apply(q, k, allowed=mask), attention_weights_composite(q, k, mask)):
+        weights.backward(upstream)
+        results.append((weights.data, q.grad, k.grad))
+        q.grad = k.grad = None
+    for fused, composite in zip(*results):
+        np.testing.assert_allclose(fused, composite, rtol=1e-12, atol=1e-14)
+
+
+def test_fused_attention_weights_gradcheck_with_a_mask_and_broadcast_heads():
+    mask = causal_mask(4) & np.array([[[[False, True, True, True]]], [[[True, True, True, True]]]])
+    q, k = tensor(2, 3, 4, 3, seed=1), tensor(2, 1, 4, 3, seed=2)
+    assert gradcheck(lambda q, k: AttentionWeights.apply(q, k, allowed=mask), q, k)
 
 
 @pytest.mark.parametrize("shapes, message", [

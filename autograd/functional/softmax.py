@@ -36,6 +36,22 @@ def _nonzero(total):
     return total
 
 
+def softmax_array(x, axis=-1):
+    """exp(x − max) / Σ exp(x − max) along `axis`, on plain arrays, in one buffer (the fused
+    attention weights of numpy_transformer.attention use it too)."""
+    e = x - _row_max(x, axis)
+    np.exp(e, out=e)
+    e /= _nonzero(np.sum(e, axis=axis, keepdims=True))
+    return e
+
+
+def softmax_vjp(s, g, axis=-1):
+    """J_s g = s ⊙ (g − ⟨g, s⟩) along `axis`: the VJP of softmax at s, on plain arrays."""
+    grad = g - np.sum(g * s, axis=axis, keepdims=True)
+    grad *= s
+    return grad
+
+
 def log_softmax_array(x, axis=-1):
     """x − max − log Σ exp(x − max) along `axis`, on plain arrays (the cross-entropy uses it too)."""
     shifted = x - _row_max(x, axis)
@@ -47,15 +63,14 @@ class Softmax(Function):
     (0 for a fully masked row). VJP: s ⊙ (g − ⟨g, s⟩), the product J_s g with J_s = diag(s) − s sᵀ."""
 
     def forward(self, x, axis=-1):
-        e = np.exp(x - _row_max(x, axis))
-        s = e / _nonzero(np.sum(e, axis=axis, keepdims=True))
+        s = softmax_array(x, axis)
         self.axis = axis
         self.save_for_backward(s)
         return s
 
     def backward(self, g):
         (s,) = self.saved
-        return (s * (g - np.sum(g * s, axis=self.axis, keepdims=True)),)
+        return (softmax_vjp(s, g, self.axis),)
 
 
 class LogSoftmax(Function):

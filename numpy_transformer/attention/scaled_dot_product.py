@@ -9,6 +9,12 @@ as k: a typo, the text of §1.2.2, §1.2.3 ("the division by √k") and eq. (10)
 as does the paper. Dividing by √k keeps the scores at unit scale when the entries of q and k
 have unit scale (a dot product of k such terms has variance k), which keeps the softmax out
 of the saturated corners where its Jacobian vanishes (§1.2.3, eq. (9)).
+
+The weights of eq. (6) with the mask of eq. (10) are one fused primitive, `AttentionWeights`,
+with the hand-derived VJP below; `attention_weights_composite` builds them from the engine's
+ops (transpose, @, /, masked_fill, softmax) and the tests check that both agree. The weights
+stay a Tensor of the graph either way, so MultiHeadAttention can keep them (`last_weights`),
+pass them through its `weights_hook` and dropout, and multiply V with the engine's `@`.
 """
 import math
 
@@ -16,7 +22,9 @@ import numpy as np
 
 import autograd.functional as F
 from autograd import masked_fill
-from autograd.engine import as_tensor
+from autograd.engine import Function, as_tensor
+from autograd.functional.softmax import softmax_array, softmax_vjp
+from autograd.ops import unbroadcast
 from numpy_transformer.masks import boolean_mask
 
 
@@ -34,12 +42,52 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
     """
     q, k, v = as_tensor(q), as_tensor(k), as_tensor(v)
     scores_shape = _check_shapes(q.shape, k.shape, v.shape)
-    scores = (q @ k.swapaxes(-1, -2)) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = masked_fill(scores, ~_check_mask(mask, scores_shape), -np.inf)
-    weights = F.softmax(scores, axis=-1)
+    allowed = None if mask is None else _check_mask(mask, scores_shape)
+    weights = AttentionWeights.apply(q, k, allowed=allowed)
     attended = weights if dropout is None else dropout(weights)
     return attended @ v, weights
+
+
+def attention_weights_composite(q, k, mask=None):
+    """softmax(M + Q Kᵀ / √d_k) of eqs. (6) and (10) from the engine's ops; autograd derives the
+    VJP. The same function as the fused `AttentionWeights` (the tests compare them)."""
+    q, k = as_tensor(q), as_tensor(k)
+    scores = (q @ k.swapaxes(-1, -2)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = masked_fill(scores, ~boolean_mask(mask), -np.inf)
+    return F.softmax(scores, axis=-1)
+
+
+class AttentionWeights(Function):
+    """P = softmax(M + Q Kᵀ / √d_k), eqs. (6) and (10), fused. q: (..., n_q, d_k), k: (..., n_k, d_k),
+    `allowed`: a boolean mask broadcastable to (..., n_q, n_k), True where query i may attend to
+    key j (or None). Masked weights are exactly 0; a row with no allowed key is all zeros.
+
+    VJP, with G = ∂L/∂P and S = Q Kᵀ / √d_k: the softmax VJP of §1.2.3 row by row gives
+    ∂L/∂S = P ⊙ (G − ⟨G, P⟩) (0 at masked entries, where P = 0), and S is a product, so
+
+        ∂L/∂Q = (∂L/∂S) K / √d_k,        ∂L/∂K = (∂L/∂S)ᵀ Q / √d_k,
+
+    summed over the leading axes that were broadcast.
+    """
+
+    def forward(self, q, k, allowed=None):
+        self.scale = math.sqrt(q.shape[-1])
+        scores = q @ np.swapaxes(k, -1, -2)
+        scores /= self.scale
+        if allowed is not None:
+            np.copyto(scores, -np.inf, where=~allowed)
+        weights = softmax_array(scores)
+        self.save_for_backward(q, k, weights)
+        return weights
+
+    def backward(self, g):
+        q, k, weights = self.saved
+        grad_scores = softmax_vjp(weights, g)
+        grad_scores /= self.scale
+        grad_q = unbroadcast(grad_scores @ k, q.shape) if self.needs_input_grad[0] else None
+        grad_k = unbroadcast(np.swapaxes(grad_scores, -1, -2) @ q, k.shape) if self.needs_input_grad[1] else None
+        return grad_q, grad_k
 
 
 def _check_shapes(q_shape, k_shape, v_shape):

@@ -1,0 +1,277 @@
+"""This project's training step against PyTorch's on the CPU: `numpy-transformer bench train-step`.
+
+For each configuration a full training step (forward, label-smoothed cross-entropy, backward,
+Adam update) of `numpy_transformer.model.Transformer` and of the same architecture in PyTorch
+(`torch.nn.Transformer` between token embeddings × √d + sinusoidal positions and the projection,
+as in tests/test_torch_model.py) on the same batch:
+
+- time: both models are built, warmed up, then stepped alternately (one NumPy step, one PyTorch
+  step, …), so that a busy moment of a shared machine hits both; the median of the steps. Both
+  use the same number of threads: OpenBLAS's (fixed by the environment before NumPy loads) and
+  `torch.set_num_threads`.
+- peak memory: each framework in a fresh child process: its peak resident set size (VmHWM,
+  reset through /proc/self/clear_refs) while it builds the model and optimizer and runs two
+  training steps, minus the resident size at the reset, which comes after two steps of the tiny
+  configuration (so the imported modules, thread pools, BLAS buffers and PyTorch's kernels are
+  in the baseline). It counts what training the model needs (parameters, gradients, Adam's two
+  moments, activations, temporaries, allocator slack), the same way for both; tracemalloc would
+  see NumPy's arrays but not PyTorch's allocator.
+
+Dropout (0.1), label smoothing (0.1) and Adam's betas (0.9, 0.98) and eps (1e-9) are the
+thesis's. PyTorch is imported only here and only when the benchmark runs: it is an optional
+benchmark dependency, never one of the library.
+"""
+import math
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from numpy_transformer.benchmarks.configs import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
+    make_batch
+
+TORCH_MISSING = ("PyTorch is not installed, so only the NumPy side was measured; "
+                 "`pip install torch==2.13.0` (the CPU build) adds the comparison")
+
+
+class NumpyTrainer:
+    """This project's model, Adam and one batch; `step()` is one training step."""
+
+    def __init__(self, config, batch, seed=0):
+        from autograd.optim import Adam
+        from numpy_transformer.model import Transformer
+
+        self.model = Transformer(config.transformer_config(), np.random.default_rng(seed)).train()
+        self.optimizer = Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS)
+        self.batch = batch
+
+    def step(self):
+        """(forward, backward, update) seconds of one step."""
+        from numpy_transformer.training import loss_on_batch
+
+        start = time.perf_counter()
+        self.optimizer.zero_grad()
+        loss = loss_on_batch(self.model, self.batch, LABEL_SMOOTHING)
+        forward = time.perf_counter()
+        loss.backward()
+        backward = time.perf_counter()
+        self.optimizer.step()
+        return forward - start, backward - forward, time.perf_counter() - backward
+
+
+class TorchTrainer:
+    """The same architecture in PyTorch: embeddings × √d + sinusoidal positions,
+    torch.nn.Transformer (post-norm, its two final norms removed as in the thesis), the projection
+    (tied to the target embedding where the config ties it), the same loss and Adam."""
+
+    def __init__(self, config, batch, seed=0):
+        import torch
+
+        torch.manual_seed(seed)
+        self.torch = torch
+        self.model = _torch_transformer(torch, config.transformer_config()).train()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=LR, betas=BETAS, eps=EPS)
+        self.batch = [torch.from_numpy(array) for array in (batch.src, batch.tgt_in, batch.tgt_out)]
+
+    def step(self):
+        """(forward, backward, update) seconds of one step."""
+        src, tgt_in, tgt_out = self.batch
+        start = time.perf_counter()
+        self.optimizer.zero_grad(set_to_none=True)
+        logits = self.model(src, tgt_in)
+        loss = self.torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
+                                                      ignore_index=PAD_ID, label_smoothing=LABEL_SMOOTHING)
+        forward = time.perf_counter()
+        loss.backward()
+        backward = time.perf_counter()
+        self.optimizer.step()
+        return forward - start, backward - forward, time.perf_counter() - backward
+
+
+def _torch_transformer(torch, config):
+    from numpy_transformer.positional import sinusoidal_encoding
+
+    class Reference(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            d = config.d_model
+            self.scale = math.sqrt(d)
+            self.src_embedding = torch.nn.Embedding(config.src_vocab_size, d)
+            self.tgt_embedding = torch.nn.Embedding(config.tgt_vocab_size, d)
+            self.transformer = torch.nn.Transformer(
+                d, config.n_heads, config.n_encoder_layers, config.n_decoder_layers, config.d_ff,
+                dropout=config.dropout, layer_norm_eps=config.norm_eps, batch_first=True)
+            self.transformer.encoder.norm = torch.nn.Identity()
+            self.transformer.decoder.norm = torch.nn.Identity()
+            self.projection = None if config.tie_embeddings else \
+                torch.nn.Linear(d, config.tgt_vocab_size, bias=False)
+            self.dropout = torch.nn.Dropout(config.dropout)
+            self.register_buffer("P", torch.from_numpy(sinusoidal_encoding(config.max_len, d)))
+
+        def forward(self, src, tgt):
+            x = self.dropout(self.src_embedding(src) * self.scale + self.P[:src.shape[1]])
+            y = self.dropout(self.tgt_embedding(tgt) * self.scale + self.P[:tgt.shape[1]])
+            future = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool).triu(1)   # True: may not attend
+            src_padding, tgt_padding = src == PAD_ID, tgt == PAD_ID
+            out = self.transformer(x, y, tgt_mask=future, src_key_padding_mask=src_padding,
+                                   tgt_key_padding_mask=tgt_padding, memory_key_padding_mask=src_padding,
+                                   tgt_is_causal=True)
+            return out @ self.tgt_embedding.weight.T if self.projection is None else self.projection(out)
+
+    return Reference()
+
+
+def import_torch(threads):
+    """torch with `threads` intra-op threads, or None when it is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    return torch
+
+
+def time_steps(config, threads, steps=10, warmup=2):
+    """{"numpy": [(forward, backward, update)…], "torch": […] or None}: `steps` timed steps of
+    each after `warmup` untimed ones, interleaved."""
+    batch = make_batch(config)
+    trainers = {"numpy": NumpyTrainer(config, batch)}
+    if import_torch(threads) is not None:
+        trainers["torch"] = TorchTrainer(config, batch)
+    times = {name: [] for name in trainers}
+    for i in range(warmup + steps):
+        for name, trainer in trainers.items():
+            phases = trainer.step()
+            if i >= warmup:
+                times[name].append(phases)
+    return {"numpy": times["numpy"], "torch": times.get("torch")}
+
+
+def median_ms(phases, part=None):
+    """Median milliseconds of whole steps (part None) or of one phase (0, 1, 2)."""
+    return statistics.median((sum(p) if part is None else p[part]) * 1e3 for p in phases)
+
+
+def peak_memory_mb(config_name, framework, threads):
+    """The peak memory (MB) of building and training `framework`'s model for two steps, measured in
+    a child process (see the module docstring); None if the framework cannot run."""
+    code = (f"from numpy_transformer.benchmarks.train_step import print_peak_memory; "
+            f"print_peak_memory({config_name!r}, {framework!r}, {threads})")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"the {framework} memory measurement of {config_name!r} failed:\n{result.stderr}")
+    value = result.stdout.strip().splitlines()[-1]
+    return None if value == "None" else float(value)
+
+
+def print_peak_memory(config_name, framework, threads):
+    """In a fresh process: print the peak resident memory (MB) added by building `framework`'s
+    model and optimizer for `config_name` and running two training steps, or None if torch is
+    missing. The baseline is taken after two steps of the tiny configuration, so that what any
+    run pays once (imported modules, thread pools, BLAS buffers, PyTorch's kernels) is in it."""
+    if framework == "torch" and import_torch(threads) is None:
+        print("None")
+        return
+    train_two_steps(framework, CONFIGS["tiny"])
+    baseline = _status_kb("VmRSS") * 1024
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")                           # VmHWM := VmRSS: the peak restarts here
+    train_two_steps(framework, CONFIGS[config_name])
+    print((_status_kb("VmHWM") * 1024 - baseline) / 2 ** 20)
+
+
+def train_two_steps(framework, config):
+    """Build the model and optimizer and run two steps (PyTorch's Adam allocates its moments in
+    the first)."""
+    batch = make_batch(config)
+    trainer = NumpyTrainer(config, batch) if framework == "numpy" else TorchTrainer(config, batch)
+    for _ in range(2):
+        trainer.step()
+
+
+def _status_kb(field):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field} line")
+
+
+def profile_numpy_step(config, top=25, steps=3):
+    """The profile table of a NumPy training step: the mean of `steps` steps after a warm-up
+    step (the time outside ops includes the Adam update)."""
+    import autograd
+
+    trainer = NumpyTrainer(config, make_batch(config))
+    trainer.step()
+    with autograd.profile() as prof:
+        for _ in range(steps):
+            trainer.step()
+    return prof.table(top, per=steps)
+
+
+def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False, log=print):
+    """Measure every configuration; print a line per configuration (and its profile); return the
+    list of result dicts."""
+    if import_torch(threads) is None:
+        log(TORCH_MISSING)
+    results = []
+    for name in config_names:
+        config = CONFIGS[name]
+        times = time_steps(config, threads, steps, warmup)
+        result = {"config": name, "numpy_ms": _rounded(median_ms(times["numpy"]), 2),
+                  "torch_ms": None if times["torch"] is None else _rounded(median_ms(times["torch"]), 2),
+                  "numpy_peak_mb": _rounded(peak_memory_mb(name, "numpy", threads), 1),
+                  "torch_peak_mb": _rounded(peak_memory_mb(name, "torch", threads), 1), "threads": threads,
+                  "steps": steps}
+        result["time_ratio"] = _ratio(result["numpy_ms"], result["torch_ms"])
+        result["memory_ratio"] = _ratio(result["numpy_peak_mb"], result["torch_peak_mb"])
+        for framework in ("numpy", "torch"):
+            if times[framework] is not None:
+                result[f"{framework}_phases_ms"] = [_rounded(median_ms(times[framework], part), 2) for part in range(3)]
+        results.append(result)
+        log(describe(config, result))
+        if profile:
+            log(profile_numpy_step(config))
+    log(goals(results))
+    return results
+
+
+def _ratio(numerator, denominator):
+    return None if numerator is None or not denominator else round(numerator / denominator, 3)
+
+
+def _rounded(value, digits):
+    return None if value is None else round(value, digits)
+
+
+def describe(config, result):
+    """Two or three lines: the configuration, both frameworks' times and peaks, the ratios."""
+    lines = [f"{config.name}: {config.description}; batch {config.batch} × {config.length} tokens, "
+             f"vocabularies {config.src_vocab:,} / {config.tgt_vocab:,}"]
+    for framework in ("numpy", "torch"):
+        ms, peak = result[f"{framework}_ms"], result[f"{framework}_peak_mb"]
+        if ms is None:
+            continue
+        forward, backward, update = result[f"{framework}_phases_ms"]
+        lines.append(f"  {framework:<6} {ms:8.1f} ms per step (forward {forward:.1f}, backward {backward:.1f}, "
+                     f"Adam {update:.1f}), peak memory {peak:7.1f} MB")
+    if result["time_ratio"] is not None:
+        lines.append(f"  NumPy / PyTorch: time {result['time_ratio']:.2f}×, memory {result['memory_ratio']:.2f}×")
+    return "\n".join(lines)
+
+
+def goals(results):
+    """The issue's goals (time ratio ≤ 1.5, memory ratio ≤ 1.5) with the measured figures."""
+    compared = [r for r in results if r["time_ratio"] is not None]
+    if not compared:
+        return "Goals: not checked (no PyTorch figures)."
+    lines = ["Goals (NumPy / PyTorch ≤ 1.5 on every configuration; the ambition is 1.0):"]
+    for r in compared:
+        met = r["time_ratio"] <= 1.5 and r["memory_ratio"] <= 1.5
+        lines.append(f"- {r['config']}: time {r['time_ratio']:.2f}×, memory {r['memory_ratio']:.2f}× — "
+                     f"{'met' if met else 'missed'}")
+    return "\n".join(lines)
+
