@@ -33,7 +33,8 @@ def dropout(x, p, training, rng):
 
 
 def _scaled_mask(shape, dtype, p, rng):
-    """m / (1 − p) in `dtype`: 1/(1 − p) where an entry is kept (probability 1 − p), 0 elsewhere."""
-    keep = rng.random(shape) < 1 - p
+    """m / (1 − p) in `dtype`: 1/(1 − p) where an entry is kept (probability 1 − p), 0 elsewhere.
+    The uniform draws are in `dtype` too, so a float32 step makes no float64 array."""
+    keep = rng.random(shape, dtype=dtype) < 1 - p
     scale = 0.0 if p == 1 else 1 / (1 - p)
     return keep.astype(dtype) * np.asarray(scale, dtype=dtype)
