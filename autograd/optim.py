@@ -192,17 +192,26 @@ def warmup_schedule(d_model, warmup_steps, factor=1.0):
     return lr_at
 
 
-def clip_grad_norm(params, max_norm):
-    """Scale all gradients in place by one factor so that their global ℓ2 norm
-    ‖(g_1, ..., g_n)‖ = √(Σ_i ‖g_i‖²) is at most `max_norm`; None grads are ignored.
+def grad_norm(params):
+    """The global ℓ2 norm of the gradients, ‖(g_1, ..., g_n)‖ = √(Σ_i ‖g_i‖²), as a float
+    (summed in float64); None grads are ignored."""
+    grads = [p.grad for _, p in _named(params) if p.grad is not None]
+    return math.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in grads))
 
-    Returns the norm before clipping as a float. The sum is accumulated in float64; the
-    gradients keep their dtype. A non-finite norm is returned as is and the gradients are left
-    alone, so the caller can see it and skip the step.
+
+def clip_grad_norm(params, max_norm):
+    """Scale all gradients in place by one factor so that their global norm (`grad_norm`) is
+    at most `max_norm`; None grads are ignored. max_norm None: no clipping.
+
+    Returns the norm before clipping as a float. The gradients keep their dtype. A non-finite
+    norm is returned as is and the gradients are left alone, so the caller can see it and skip
+    the step.
     """
+    norm = grad_norm(params)
+    if max_norm is None:
+        return norm
     max_norm = _positive("max_norm", max_norm)
     grads = [p.grad for _, p in _named(params) if p.grad is not None]
-    norm = math.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in grads))
     if math.isfinite(norm) and norm > max_norm:
         scale = max_norm / norm
         for g in grads:

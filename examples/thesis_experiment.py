@@ -47,11 +47,11 @@ from numpy_transformer.analysis.roles import classify_capture, roles_table
 from numpy_transformer.analysis.spectra import draw_spectra
 from numpy_transformer.analysis.structured import THESIS_SETTINGS, validation_markdown, validation_table
 from numpy_transformer.analysis.substitution import structured_substitution
-from numpy_transformer.checkpoint import has_checkpoint, load_checkpoint
+from numpy_transformer.training.checkpoint import has_checkpoint, load_checkpoint
 from numpy_transformer.data import encode_pairs
-from numpy_transformer.experiment import Run, prepare_data
+from numpy_transformer.training.run import Run, prepare_data
 from numpy_transformer.model import count_parameters
-from numpy_transformer.presets import resolve
+from numpy_transformer.training.configs import resolve
 
 HEADS = {1: "thesis-1-head", 8: "thesis-8-heads"}
 SUBSTITUTION_SETTINGS = ((3, 2), (2, 1))

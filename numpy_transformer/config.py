@@ -1,4 +1,5 @@
-"""`TransformerConfig`: every hyper-parameter of the model in one place, validated, saved as JSON.
+"""`TransformerConfig`: every hyper-parameter of the model in one place, validated, saved as JSON
+(`JsonConfig`, the base it shares with the training run's `DataConfig` and `TrainingConfig`).
 
     config = TransformerConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=64, n_heads=4,
                                d_ff=128, n_encoder_layers=2, n_decoder_layers=2)
@@ -10,13 +11,15 @@ residual sum; ReLU, §1.2.4; a projection P of its own, §1.2.5). `TransformerCo
 original paper's base model, which also ties the embeddings.
 """
 import dataclasses
+import json
+from pathlib import Path
 from typing import Optional
 
+from autograd.checks import checked_integer, checked_number, is_integer
 from autograd.functional.layer_norm import VARIANTS as NORM_VARIANTS
 from numpy_transformer.attention.variants import (ATTENTION_KINDS, CAUSAL_KINDS, DEFAULTS as ATTENTION_DEFAULTS,
                                                   MODEL_OPTIONS as ATTENTION_MODEL_OPTIONS, attention_options,
                                                   options_for)
-from numpy_transformer.json_config import JsonConfig, is_integer
 from numpy_transformer.nn import ACTIVATIONS
 from numpy_transformer.positional import KINDS as POSITIONAL_KINDS
 
@@ -28,6 +31,66 @@ _SIZES = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "n_e
 _CHOICES = {"positional": POSITIONAL_KINDS, "norm_variant": NORM_VARIANTS, "norm_placement": NORM_PLACEMENTS,
             "activation": ACTIVATIONS, "attention": ATTENTION_KINDS, "dtype": DTYPES}
 _FLAGS = ("tie_embeddings", "share_source_embedding")
+
+
+class JsonConfig:
+    """A frozen dataclass saved as JSON. Subclasses define `validate()`, run on construction."""
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self):
+        raise NotImplementedError
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text):
+        """The config written by `to_json`. Unknown keys, and missing keys of fields without a
+        default, are a ValueError naming them."""
+        values = json.loads(text)
+        if not isinstance(values, dict):
+            raise ValueError(f"{cls.__name__}: a config must be a JSON object, got {type(values).__name__}")
+        fields = {field.name: field for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise ValueError(f"{cls.__name__}: unknown keys {unknown}; the fields are {list(fields)}")
+        missing = [name for name, field in fields.items() if name not in values
+                   and field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ValueError(f"{cls.__name__}: missing keys {missing}")
+        return cls(**values)
+
+    def save(self, path):
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path):
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+    def fail(self, message):
+        raise ValueError(f"{type(self).__name__}: {message}")
+
+    def check(self, check, name, *bounds, optional=False, **options):
+        """Run `check` (one of `autograd.checks`: checked_integer, checked_number) on the field
+        `name`; its ValueError is raised again with this class's name in front. None passes
+        when `optional`."""
+        value = getattr(self, name)
+        if optional and value is None:
+            return
+        try:
+            check(name, value, *bounds, **options)
+        except ValueError as error:
+            self.fail(str(error))
+
+    def check_choice(self, name, allowed):
+        if getattr(self, name) not in allowed:
+            self.fail(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+
+    def check_flag(self, name):
+        if not isinstance(getattr(self, name), bool):
+            self.fail(f"{name} must be true or false, got {getattr(self, name)!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,14 +182,14 @@ class TransformerConfig(JsonConfig):
     def validate(self):
         """Raise a ValueError naming the first field whose value cannot build a model."""
         for name in _SIZES:
-            self.check_integer(name, 1)
+            self.check(checked_integer, name, 1)
         for name, allowed in _CHOICES.items():
             self.check_choice(name, allowed)
         for name in _FLAGS:
             self.check_flag(name)
-        self.check("dropout", lambda p: 0 <= p < 1, "a number in [0, 1)")
-        self.check("norm_eps", lambda eps: eps > 0, "a number > 0")
-        self.check("positional_base", lambda N: N > 0, "a number > 0")
+        self.check(checked_number, "dropout", 0, 1, high_open=True)
+        self.check(checked_number, "norm_eps", 0, low_open=True)
+        self.check(checked_number, "positional_base", 0, low_open=True)
         self._check_attention()
         self._check_sizes_fit()
 

@@ -31,13 +31,13 @@ one decoder call per step, shapes (rows, …).
 """
 import contextlib
 import dataclasses
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 
 import autograd.functional as F
 from autograd import Tensor, no_grad
+from autograd.checks import checked_integer, checked_number, checked_token_ids
 from numpy_transformer.masks import causal_mask
 
 __all__ = ["greedy_decode", "beam_search", "beam_search_n_best", "Hypothesis", "IncrementalDecoder", "inference_mode",
@@ -217,11 +217,9 @@ def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penal
     score to two different log-probabilities never rounds them into a tie.
     """
     src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
-    beam_size = _checked_integer("beam_size", beam_size, 1)
-    n_best = beam_size if n_best is None else _checked_integer("n_best", n_best, 1, beam_size)
-    if not isinstance(length_penalty, numbers.Real) or not length_penalty >= 0:
-        raise ValueError(f"length_penalty (the α of lp(y) = ((5 + |y|)/6)^α) must be a number ≥ 0, "
-                         f"got {length_penalty!r}")
+    beam_size = checked_integer("beam_size", beam_size, 1)
+    n_best = beam_size if n_best is None else checked_integer("n_best", n_best, 1, beam_size)
+    length_penalty = checked_number("length_penalty α of lp(y) = ((5 + |y|)/6)^α", length_penalty, low=0)
     if not isinstance(early_stopping, bool):
         raise ValueError(f"early_stopping must be True or False, got {early_stopping!r}")
     search = _BeamSearch(len(src_ids), beam_size, limits, eos_id, model.config.pad_id, length_penalty,
@@ -371,10 +369,7 @@ def _checked_inputs(model, src_ids, sos_id, eos_id, max_len):
     """src_ids as an integer array and the output limit of each sentence (batch,), or a
     ValueError naming the argument."""
     config = model.config
-    src_ids = np.asarray(getattr(src_ids, "data", src_ids))
-    if src_ids.ndim != 2 or src_ids.size == 0 or not np.issubdtype(src_ids.dtype, np.integer):
-        raise ValueError(f"src_ids must be a non-empty integer array of shape (batch, n_src), "
-                         f"got {src_ids.dtype} of shape {src_ids.shape}")
+    src_ids = checked_token_ids("src_ids", src_ids, ndim=2)
     if src_ids.shape[1] > config.max_len:
         raise ValueError(f"src_ids of shape {src_ids.shape} is longer than the model's "
                          f"max_len={config.max_len}")
@@ -383,19 +378,10 @@ def _checked_inputs(model, src_ids, sos_id, eos_id, max_len):
         raise ValueError(f"src_ids: sentence {int(np.argmin(lengths))} is empty (only padding, "
                          f"pad_id={config.pad_id})")
     for name, token in (("sos_id", sos_id), ("eos_id", eos_id)):
-        _checked_integer(name, token, 0, config.tgt_vocab_size - 1)
+        checked_integer(name, token, 0, config.tgt_vocab_size - 1)
     if eos_id == config.pad_id:
         raise ValueError(f"eos_id must differ from the padding id (pad_id={config.pad_id}), which is never "
                          f"generated, got {eos_id}")
     if max_len is None:
         return src_ids, max_output_length(lengths, config.max_len)
-    return src_ids, np.full(len(src_ids), _checked_integer("max_len", max_len, 1, config.max_len))
-
-
-def _checked_integer(name, value, low, high=None):
-    """`value` if it is an integer in [low, high], else a ValueError naming `name`."""
-    is_integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not is_integer or value < low or (high is not None and value > high):
-        allowed = f"≥ {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
-    return int(value)
+    return src_ids, np.full(len(src_ids), checked_integer("max_len", max_len, 1, config.max_len))

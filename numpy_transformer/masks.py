@@ -19,6 +19,8 @@ i < j; the thesis's M is right: −∞ above the diagonal, where j > i.)
 """
 import numpy as np
 
+from autograd.checks import checked_token_ids
+
 
 def causal_mask(n):
     """(n, n) boolean, True on and below the diagonal: query i may attend to keys j ≤ i.
@@ -38,7 +40,7 @@ def additive_mask(allowed, dtype=np.float32):
 def padding_mask(ids, pad_id):
     """(batch, 1, 1, n) boolean, True at real tokens: every query may attend to every key
     that is not padding. ids: integer array (batch, n)."""
-    ids = _token_ids(ids)
+    ids = checked_token_ids("ids", ids, ndim=2)
     return (ids != pad_id)[:, None, None, :]
 
 
@@ -56,13 +58,6 @@ def cross_attention_mask(src_ids, pad_id):
     """Mask of the decoder's cross-attention on the encoder output: every target query may
     attend to every real source token. src_ids (batch, n_src) → (batch, 1, 1, n_src)."""
     return padding_mask(src_ids, pad_id)
-
-
-def _token_ids(ids):
-    ids = np.asarray(getattr(ids, "data", ids))
-    if ids.ndim != 2 or not np.issubdtype(ids.dtype, np.integer):
-        raise ValueError(f"ids must be an integer array of shape (batch, n), got {ids.dtype} of shape {ids.shape}")
-    return ids
 
 
 def boolean_mask(mask, name="mask"):

@@ -15,9 +15,8 @@ whose stacks end with one more LayerNorm. Every hyper-parameter comes from a
 
     from numpy_transformer.model import Transformer, TransformerConfig
 """
-import numpy as np
-
 import autograd.functional as F
+from autograd.checks import checked_integer, checked_token_ids
 from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.attention.variants import options_for, share_projections_across_layers, variant_parameter_count
 from numpy_transformer.config import TransformerConfig
@@ -254,15 +253,8 @@ class Transformer(Module):
     def _checked_ids(self, name, ids, vocab_size, start=0):
         """ids as an integer array (batch, n) with ids in [0, vocab_size) and positions
         start … start + n − 1 below max_len, or a ValueError naming `name`."""
-        ids = np.asarray(getattr(ids, "data", ids))
-        if ids.ndim != 2 or ids.shape[1] == 0 or not np.issubdtype(ids.dtype, np.integer):
-            raise ValueError(f"{name} must be a non-empty integer array of shape (batch, n), "
-                             f"got {ids.dtype} of shape {ids.shape}")
-        outside = (ids < 0) | (ids >= vocab_size)
-        if outside.any():
-            position = tuple(int(i) for i in np.argwhere(outside)[0])
-            raise ValueError(f"{name}: id {ids[position]} at position {position} (shape {ids.shape}) "
-                             f"is outside the vocabulary [0, {vocab_size})")
+        ids = checked_token_ids(name, ids, vocab_size, ndim=2)
+        start = checked_integer("start", start, low=0)
         if start + ids.shape[1] > self.config.max_len:
             last = start + ids.shape[1] - 1
             raise ValueError(f"{name} of shape {ids.shape} at positions {start}..{last} "

@@ -1,12 +1,12 @@
-"""The `attention` subcommand (numpy_transformer/analysis/command.py) on a tiny trained run."""
+"""The `attention` subcommand (numpy_transformer/cli/attention.py) on a tiny trained run."""
 import argparse
 
 import pytest
 
 from numpy_transformer.analysis.capture import AttentionCapture
-from numpy_transformer.analysis.command import add_attention_command
-from numpy_transformer.checkpoint import CheckpointError
-from numpy_transformer.experiment import Run
+from numpy_transformer.cli.attention import add_parser
+from numpy_transformer.training.checkpoint import CheckpointError
+from numpy_transformer.training.run import Run
 from run_helpers import tiny_configs
 
 
@@ -19,7 +19,7 @@ def checkpoint(tmp_path_factory):
 
 def parse(argv):
     parser = argparse.ArgumentParser()
-    add_attention_command(parser.add_subparsers(dest="command"))
+    add_parser(parser.add_subparsers(dest="command"))
     return parser.parse_args(argv)
 
 

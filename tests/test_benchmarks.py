@@ -47,7 +47,7 @@ def test_the_goals_say_met_or_missed_with_the_figures():
 
 
 def test_the_command_line_has_bench_attention():
-    from numpy_transformer.benchmarks import bench_attention_command
+    from numpy_transformer.cli.bench import bench_attention_command
     from numpy_transformer.cli import build_parser
 
     args = build_parser().parse_args(["bench", "attention", "--max-n", "1024", "--out", "results"])
@@ -120,7 +120,7 @@ def test_the_train_step_goals_say_met_or_missed_with_the_ratios():
 
 
 def test_the_command_line_has_bench_train_step_and_bench_decode():
-    from numpy_transformer.benchmarks import bench_decode_command, bench_train_step_command
+    from numpy_transformer.cli.bench import bench_decode_command, bench_train_step_command
     from numpy_transformer.cli import build_parser
 
     args = build_parser().parse_args(["bench", "train-step", "--configs", "thesis", "base", "--profile"])

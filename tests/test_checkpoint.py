@@ -1,4 +1,4 @@
-"""Checkpoints (numpy_transformer/checkpoint.py) and resuming (experiment.py): a round trip
+"""Checkpoints (numpy_transformer/training/checkpoint.py) and resuming (training/run.py): a round trip
 keeps everything, a resumed run is the run that never stopped, a crash during a write leaves
 the previous checkpoint whole, and a damaged checkpoint gives one clear CheckpointError."""
 import json
@@ -7,10 +7,12 @@ import shutil
 import numpy as np
 import pytest
 
-import numpy_transformer.checkpoint as checkpoint_module
-from numpy_transformer.checkpoint import CheckpointError, atomic_write_text, load_checkpoint
-from numpy_transformer.experiment import Run
-from numpy_transformer.training_log import read_log
+import numpy_transformer.training.checkpoint as checkpoint_module
+import numpy_transformer.training.files as files_module
+from numpy_transformer.training.checkpoint import CheckpointError, load_checkpoint
+from numpy_transformer.training.files import atomic_write_text
+from numpy_transformer.training.run import Run
+from numpy_transformer.training.metrics_log import read_log
 from run_helpers import assert_same_weights, tiny_configs, weights
 
 
@@ -141,7 +143,7 @@ def test_atomic_write_replaces_the_file_only_when_the_new_one_is_complete(tmp_pa
     def fail(*args):
         raise OSError("power cut")
 
-    monkeypatch.setattr(checkpoint_module.os, "replace", fail)
+    monkeypatch.setattr(files_module.os, "replace", fail)
     with pytest.raises(OSError):
         atomic_write_text(path, "new")
     assert path.read_text() == "old"

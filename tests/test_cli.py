@@ -12,7 +12,7 @@ import huggingface_hub.constants
 import pytest
 
 from numpy_transformer.cli import main
-from numpy_transformer.experiment import Run
+from numpy_transformer.training.run import Run
 from run_helpers import write_opus_jsonl, written_pairs
 
 TINY = ["--n-pairs", "120", "--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32",

@@ -380,13 +380,13 @@ def test_decoding_uses_eval_mode_and_restores_the_training_mode():
 # --- bad input ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("src, options, message", [
-    (SRC, {"beam_size": 0}, r"beam_size must be an integer ≥ 1, got 0"),
-    (SRC, {"length_penalty": -0.5}, r"length_penalty \(the α of lp\(y\) = \(\(5 \+ \|y\|\)/6\)\^α\) must be a number "
+    (SRC, {"beam_size": 0}, r"beam_size must be a positive integer, got 0"),
+    (SRC, {"length_penalty": -0.5}, r"length_penalty α of lp\(y\) = \(\(5 \+ \|y\|\)/6\)\^α must be a number "
                                     r"≥ 0, got -0.5"),
     (SRC, {"n_best": 5}, r"n_best must be an integer in \[1, 4\], got 5"),
     (SRC, {"early_stopping": "never"}, r"early_stopping must be True or False, got 'never'"),
     (SRC, {"max_len": 11}, r"max_len must be an integer in \[1, 10\], got 11"),
-    (SRC[:, :0], {}, r"src_ids must be a non-empty integer array of shape \(batch, n_src\), got int64 of shape "
+    (SRC[:, :0], {}, r"src_ids must be a non-empty integer array of shape \(batch, n\), got int64 of shape "
                      r"\(3, 0\)"),
     (np.array([[3, 4], [PAD, PAD]]), {}, r"src_ids: sentence 1 is empty \(only padding, pad_id=0\)"),
     (np.full((1, 11), 3), {}, r"src_ids of shape \(1, 11\) is longer than the model's max_len=10"),

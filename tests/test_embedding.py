@@ -54,7 +54,7 @@ def test_an_id_outside_the_vocabulary_is_a_value_error_naming_it(bad):
 
 
 def test_non_integer_ids_are_a_value_error_naming_the_dtype():
-    with pytest.raises(ValueError, match="integers.*float64"):
+    with pytest.raises(ValueError, match="integer array.*float64"):
         F.embedding(weight(), np.array([0.0, 1.0]))
 
 

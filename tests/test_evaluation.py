@@ -1,4 +1,4 @@
-"""Evaluation (numpy_transformer/evaluation.py): BLEU and chrF are sacrebleu's on written text,
+"""Evaluation (numpy_transformer/training/evaluation.py, training/loss.py, translation.py): BLEU and chrF are sacrebleu's on written text,
 perplexity is exp of the mean per-token cross-entropy, translations come back detokenized."""
 import math
 
@@ -7,13 +7,14 @@ import pytest
 import sacrebleu
 
 import autograd.functional as F
-import numpy_transformer.evaluation as evaluation
+import numpy_transformer.training.evaluation as evaluation
 from numpy_transformer.data import Pair, WordTokenizer, encode_pairs
 from numpy_transformer.data.batching import make_batch
-from numpy_transformer.evaluation import (corpus_scores, evaluate_pairs, mean_cross_entropy, perplexity, too_long,
-                                          translate, with_specials)
+from numpy_transformer.training.evaluation import corpus_scores, evaluate_pairs
+from numpy_transformer.training.loss import mean_cross_entropy, perplexity
+from numpy_transformer.translation import too_long, translate, with_specials
 from numpy_transformer.model import Transformer
-from numpy_transformer.presets import model_config
+from numpy_transformer.training.configs import model_config
 
 HYPOTHESES = ["L'uomo mangia una mela.", "Il gatto dorme sul divano!", "Siamo a casa, oggi."]
 REFERENCES = ["L'uomo mangia la mela.", "Il gatto dorme sul divano.", "Oggi siamo a casa."]

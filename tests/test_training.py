@@ -1,4 +1,4 @@
-"""The training loop (numpy_transformer/training.py, training_config.py, experiment.py): it
+"""The training loop (numpy_transformer/training/: loop.py, configs.py, run.py): it
 learns, it is a function of its seed, it validates with dropout off, and it stops cleanly."""
 import dataclasses
 import math
@@ -10,13 +10,14 @@ import pytest
 
 from autograd import is_grad_enabled
 from numpy_transformer.data import WordTokenizer, encode_pairs, load_dataset_splits
-from numpy_transformer.evaluation import mean_cross_entropy
-from numpy_transformer.experiment import Run
+from numpy_transformer.training.loss import mean_cross_entropy
+from numpy_transformer.training.run import Run
 from numpy_transformer.model import Transformer
-from numpy_transformer.presets import PRESETS, model_config, resolve
-from numpy_transformer.training import Trainer, TrainingDiverged, make_optimizer, run_generators
-from numpy_transformer.training_config import DataConfig, TrainingConfig
-from numpy_transformer.training_log import read_log
+from numpy_transformer.training.presets import PRESETS
+from numpy_transformer.training.configs import model_config, resolve
+from numpy_transformer.training.loop import Trainer, TrainingDiverged, make_optimizer, run_generators
+from numpy_transformer.training.configs import DataConfig, TrainingConfig
+from numpy_transformer.training.metrics_log import read_log
 from run_helpers import tiny_configs, write_opus_jsonl, written_pairs
 
 
@@ -113,7 +114,7 @@ def test_ctrl_c_stops_after_the_step_and_saves_a_checkpoint(tmp_path):
 
     run, result = train_tiny(tmp_path, callback=press_ctrl_c)
     assert result.interrupted and result.saved and result.step == 3
-    from numpy_transformer.checkpoint import load_checkpoint
+    from numpy_transformer.training.checkpoint import load_checkpoint
     assert load_checkpoint(run.directory).step == 3
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # the handler is put back
 
@@ -194,6 +195,6 @@ def test_a_run_folder_is_refused_when_it_already_holds_a_model(tmp_path):
 def test_state_to_dict_round_trips(tmp_path):
     run, _ = train_tiny(tmp_path, steps=3)
     state = run.trainer.checkpoint_state()
-    from numpy_transformer.training import TrainingState
+    from numpy_transformer.training.loop import TrainingState
     assert TrainingState.from_dict(state).to_dict() == state
     assert dataclasses.asdict(TrainingState.from_dict(state))["step"] == 3

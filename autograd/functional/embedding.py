@@ -12,6 +12,7 @@ module of numpy_transformer.nn, not to this function: here a lookup is only a lo
 """
 import numpy as np
 
+from autograd.checks import checked_token_ids
 from autograd.engine import Function
 
 
@@ -20,9 +21,11 @@ def embedding(weight, ids):
 
     Raises ValueError for ids that are not integers or not in [0, vocab).
     """
-    ids = np.array(getattr(ids, "data", ids))  # a copy: the caller may reuse its array before backward
-    _check_arguments(weight, ids)
-    return Embedding.apply(weight, ids=ids)
+    shape = np.shape(getattr(weight, "data", weight))
+    if len(shape) != 2:
+        raise ValueError(f"embedding: weight must have shape (vocab, d), got {shape}")
+    ids = checked_token_ids("embedding: ids", np.array(getattr(ids, "data", ids)), shape[0])
+    return Embedding.apply(weight, ids=ids)     # ids copied above: the caller may reuse its array before backward
 
 
 class Embedding(Function):
@@ -43,16 +46,3 @@ class Embedding(Function):
         grad = np.zeros(self.shape, dtype=g.dtype)
         np.add.at(grad, self.ids.reshape(-1), g.reshape(-1, self.shape[1]))
         return (grad,)
-
-
-def _check_arguments(weight, ids):
-    shape = np.shape(getattr(weight, "data", weight))
-    if len(shape) != 2:
-        raise ValueError(f"embedding: weight must have shape (vocab, d), got {shape}")
-    if not np.issubdtype(ids.dtype, np.integer):
-        raise ValueError(f"embedding: ids must be integers, got dtype {ids.dtype}")
-    outside = (ids < 0) | (ids >= shape[0])
-    if outside.any():
-        position = tuple(int(i) for i in np.argwhere(outside)[0])
-        raise ValueError(f"embedding: id {ids[position]} at position {position} of ids (shape {ids.shape}) "
-                         f"is outside the vocabulary [0, {shape[0]})")

@@ -28,9 +28,10 @@ import math
 
 import numpy as np
 
+from autograd.checks import checked_integer
 from autograd.engine import Function
 from autograd.ops import unbroadcast
-from numpy_transformer.attention.checks import checked_positive_int, checked_qkv
+from numpy_transformer.attention.checks import checked_qkv
 from numpy_transformer.attention.scaled_dot_product import _check_mask
 
 
@@ -44,7 +45,7 @@ def blockwise_attention(q, k, v, block_size, causal=False, mask=None):
     """
     name = "blockwise_attention"
     q, k, v, leading = checked_qkv(name, q, k, v, same_length=causal)
-    block_size = checked_positive_int(name, "block_size", block_size)
+    block_size = checked_integer(f"{name}: block_size", block_size, low=1)
     if mask is not None:
         mask = _check_mask(mask, (*leading, q.shape[-2], k.shape[-2]))
     return BlockwiseAttention.apply(q, k, v, block_size=block_size, causal=causal, mask=mask)

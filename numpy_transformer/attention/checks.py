@@ -1,8 +1,6 @@
 """Argument checks shared by the attention variants of chapter 2: q, k, v of matching shapes,
 a key-padding array that fits them, a positive integer size. Each failure is a ValueError (or
 a TypeError for a wrong dtype) naming the function, the argument and what it got."""
-import numbers
-
 import numpy as np
 
 from autograd.engine import as_tensor
@@ -41,8 +39,3 @@ def checked_key_padding(name, key_padding, leading, n_keys):
                          f"(…, n_k) = {(*leading, n_keys)}")
     return key_padding
 
-
-def checked_positive_int(name, argument, value, minimum=1):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: {argument} must be an integer ≥ {minimum}, got {value!r}")
-    return int(value)

@@ -48,8 +48,9 @@ import math
 import numpy as np
 
 from autograd import Tensor, concatenate, masked_fill, stack, where
+from autograd.checks import checked_integer
 from autograd.engine import Function
-from numpy_transformer.attention.checks import checked_key_padding, checked_positive_int, checked_qkv
+from numpy_transformer.attention.checks import checked_key_padding, checked_qkv
 
 FEATURE_MAPS = ("elu", "taylor", "favor", "fourier")
 RANDOM_FEATURE_MAPS = ("favor", "fourier")
@@ -86,7 +87,7 @@ def prefix_sum(x, axis):
 
 def random_features(d, n_features, rng, dtype=np.float32):
     """ω ∈ ℝ^{d × m} with N(0, 1) entries, drawn with `rng` (a numpy.random.Generator)."""
-    n_features = checked_positive_int("random_features", "n_features", n_features)
+    n_features = checked_integer("random_features: n_features", n_features, low=1)
     return rng.standard_normal((d, n_features)).astype(dtype)
 
 

@@ -15,7 +15,7 @@ attention computes (the edges of Figure 8). Combine patterns with `|` (union) an
 """
 import numpy as np
 
-from numpy_transformer.attention.checks import checked_positive_int
+from autograd.checks import checked_integer
 
 
 def sliding_window_pattern(n, window):
@@ -26,9 +26,9 @@ def sliding_window_pattern(n, window):
 def dilated_window_pattern(n, window, dilation):
     """(n, n): query i attends to j = i + m·dilation for |m| ≤ window // 2 (dilation 1: the
     sliding window). Built one diagonal at a time: O(n · window), no n × n integer arrays."""
-    n = checked_positive_int("dilated_window_pattern", "n", n, minimum=0)
-    window = checked_positive_int("dilated_window_pattern", "window", window)
-    dilation = checked_positive_int("dilated_window_pattern", "dilation", dilation)
+    n = checked_integer("dilated_window_pattern: n", n, low=0)
+    window = checked_integer("dilated_window_pattern: window", window, low=1)
+    dilation = checked_integer("dilated_window_pattern: dilation", dilation, low=1)
     pattern = np.zeros((n, n), dtype=bool)
     rows = np.arange(n)
     for m in range(-(window // 2), window // 2 + 1):
@@ -56,8 +56,8 @@ def random_pattern(n, r, rng, causal=False):
     [0, 1), one row of u per query; they may repeat (row 0 has one key to draw from), and row i
     does not depend on n, so the pattern of n tokens is the top-left corner of any longer one
     (what decoding one token at a time needs)."""
-    n = checked_positive_int("random_pattern", "n", n)
-    r = checked_positive_int("random_pattern", "r", r, minimum=0)
+    n = checked_integer("random_pattern: n", n, low=1)
+    r = checked_integer("random_pattern: r", r, low=0)
     if causal:
         keys = (rng.random((n, r)) * np.arange(1, n + 1)[:, None]).astype(np.int64)
     else:
@@ -82,8 +82,8 @@ def bigbird_pattern(n, block_size, rng, window_blocks=3, global_blocks=1, random
     to `random_blocks` random blocks, and the first `global_blocks` blocks attend to all and
     are attended by all. Each block edge becomes a block_size × block_size square of token
     edges (cropped at n), which is what lets BigBird compute dense blocks."""
-    block_size = checked_positive_int("bigbird_pattern", "block_size", block_size)
-    n = checked_positive_int("bigbird_pattern", "n", n)
+    block_size = checked_integer("bigbird_pattern: block_size", block_size, low=1)
+    n = checked_integer("bigbird_pattern: n", n, low=1)
     n_blocks = -(-n // block_size)
     blocks = sliding_window_pattern(n_blocks, window_blocks)
     blocks |= global_tokens_pattern(n_blocks, range(min(global_blocks, n_blocks)))

@@ -30,11 +30,10 @@ Incremental decoding (`cache`): "blockwise" keeps keys and values as "full" does
 not causal and refuse a cache. Attention dropout acts on "full"'s weights only (the other forms
 never hold the weights), and `last_weights` is None for them.
 """
-import numbers
-
 import numpy as np
 
 from autograd import Tensor
+from autograd.checks import checked_integer, checked_number, is_integer
 from numpy_transformer.attention.blockwise import blockwise_attention
 from numpy_transformer.attention.cache import append_to_cache
 from numpy_transformer.attention.linear import (FEATURE_MAPS, RANDOM_FEATURE_MAPS, causal_linear_attention,
@@ -87,21 +86,17 @@ def check_option(name, value):
     def fail(requirement):
         raise ValueError(f"attention option {name} must be {requirement}, got {value!r}")
 
-    if name in _AT_LEAST and not (_is_integer(value) and value >= _AT_LEAST[name]):
-        fail(f"an integer ≥ {_AT_LEAST[name]}")
+    if name in _AT_LEAST:
+        checked_integer(f"attention option {name}", value, low=_AT_LEAST[name])
     if name in _CHOICES and value not in _CHOICES[name]:
         fail(f"one of {_CHOICES[name]}")
     if name == "global_tokens" and not (isinstance(value, (list, tuple)) and all(
-            _is_integer(t) and t >= 0 for t in value)):
+            is_integer(t) and t >= 0 for t in value)):
         fail("a list of non-negative token positions")
-    if name == "eps" and not (isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0):
-        fail("a number > 0")
+    if name == "eps":
+        checked_number(f"attention option {name}", value, low=0, low_open=True)
     if name == "causal" and not isinstance(value, bool):
         fail("true or false")
-
-
-def _is_integer(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def options_for(kind, options, **model_options):

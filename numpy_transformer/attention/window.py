@@ -33,9 +33,10 @@ import numpy as np
 
 import autograd.functional as F
 from autograd import masked_fill, where
+from autograd.checks import checked_integer
 from autograd.engine import Function
 from autograd.ops import unbroadcast
-from numpy_transformer.attention.checks import checked_key_padding, checked_positive_int, checked_qkv
+from numpy_transformer.attention.checks import checked_key_padding, checked_qkv
 from numpy_transformer.attention.patterns import checked_tokens
 
 
@@ -54,8 +55,8 @@ def sliding_window_attention(q, k, v, window, dilation=1, causal=False, global_t
     """
     name = "sliding_window_attention"
     q, k, v, leading = checked_qkv(name, q, k, v, same_length=True)
-    window = checked_positive_int(name, "window", window)
-    dilation = checked_positive_int(name, "dilation", dilation)
+    window = checked_integer(f"{name}: window", window, low=1)
+    dilation = checked_integer(f"{name}: dilation", dilation, low=1)
     n = q.shape[-2]
     tokens = checked_tokens(name, global_tokens, n)
     real = checked_key_padding(name, key_padding, leading, n)

@@ -49,7 +49,7 @@ class NumpyTrainer:
 
     def step(self):
         """(forward, backward, update) seconds of one step."""
-        from numpy_transformer.training import loss_on_batch
+        from numpy_transformer.training.loss import loss_on_batch
 
         start = time.perf_counter()
         self.optimizer.zero_grad()

@@ -5,18 +5,23 @@ and saved as JSON beside the model's `TransformerConfig` (`data.json`, `training
     training = TrainingConfig(batch_size=64, steps=3000, schedule="warmup", warmup_steps=400)
     training.save("training.json");  TrainingConfig.load("training.json") == training
 
+`resolve` makes the three configurations of a run from a preset (`presets.py`) and the flags
+that override it.
+
 `DataConfig` is the data description a checkpoint keeps: `numpy-transformer evaluate` rebuilds
 the same train / validation / test split from it (same corpus, same seed).
 """
 import dataclasses
 import math
-import numbers
 
+from autograd.checks import checked_integer, checked_number, is_number
+from autograd.optim import warmup_schedule
+from numpy_transformer.config import JsonConfig, TransformerConfig
 from numpy_transformer.data import DATASET_NAMES
 from numpy_transformer.data.batching import POLICIES
 from numpy_transformer.data.corpus import SUBSET_MODES
 from numpy_transformer.data.opus import parse_pair
-from numpy_transformer.json_config import JsonConfig
+from numpy_transformer.training.presets import get_preset
 
 SCHEDULES = ("warmup", "constant")
 
@@ -52,13 +57,13 @@ class DataConfig(JsonConfig):
         if not isinstance(self.dataset, str) or not self.dataset:
             self.fail(f"dataset must be {' or '.join(DATASET_NAMES)} or a file path, got {self.dataset!r}")
         parse_pair(self.pair)
-        self.check_integer("n_pairs", 1)
-        self.check_integer("subset", 1, optional=True)
+        self.check(checked_integer, "n_pairs", 1)
+        self.check(checked_integer, "subset", 1, optional=True)
         self.check_choice("subset_mode", SUBSET_MODES)
-        self.check_integer("seed", 0)
-        self.check_integer("max_len", 3)
+        self.check(checked_integer, "seed", 0)
+        self.check(checked_integer, "max_len", 3)
         self.check_choice("length_policy", POLICIES)
-        self.check_integer("min_frequency", 1)
+        self.check(checked_integer, "min_frequency", 1)
 
     @property
     def languages(self):
@@ -68,7 +73,7 @@ class DataConfig(JsonConfig):
 
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig(JsonConfig):
-    """How a run optimises (the training loop of `numpy_transformer.training`).
+    """How a run optimises (the training loop of `numpy_transformer.training.loop`).
 
     | field            | meaning                                                                 |
     |------------------|-------------------------------------------------------------------------|
@@ -113,27 +118,26 @@ class TrainingConfig(JsonConfig):
         self.validate()
 
     def validate(self):
-        self.check_integer("batch_size", 1)
+        self.check(checked_integer, "batch_size", 1)
         if (self.steps is None) == (self.epochs is None):
             self.fail(f"give either steps or epochs (the other None), got steps={self.steps!r}, "
                       f"epochs={self.epochs!r}")
-        self.check_integer("steps", 1, optional=True)
-        self.check("epochs", lambda e: e > 0, "a number > 0", optional=True)
+        self.check(checked_integer, "steps", 1, optional=True)
+        self.check(checked_number, "epochs", 0, low_open=True, optional=True)
         self.check_choice("schedule", SCHEDULES)
-        self.check("lr", lambda lr: lr > 0, "a number > 0")
-        self.check_integer("warmup_steps", 1)
-        self.check("lr_factor", lambda f: f > 0, "a number > 0")
+        self.check(checked_number, "lr", 0, low_open=True)
+        self.check(checked_integer, "warmup_steps", 1)
+        self.check(checked_number, "lr_factor", 0, low_open=True)
         if not (isinstance(self.betas, tuple) and len(self.betas) == 2
-                and all(isinstance(b, numbers.Real) and 0 <= b < 1 for b in self.betas)):
+                and all(is_number(b) and 0 <= b < 1 for b in self.betas)):
             self.fail(f"betas must be a pair of numbers in [0, 1), got {self.betas!r}")
-        self.check("eps", lambda eps: eps >= 0, "a number ≥ 0")
-        self.check("label_smoothing", lambda e: 0 <= e < 1, "a number in [0, 1)")
-        self.check("clip_norm", lambda c: c > 0, "a number > 0 (or None: no clipping)", optional=True)
-        self.check_integer("seed", 0)
+        self.check(checked_number, "eps", 0)
+        self.check(checked_number, "label_smoothing", 0, 1, high_open=True)
+        self.check(checked_number, "clip_norm", 0, low_open=True, optional=True)
+        self.check(checked_integer, "seed", 0)
         for name in ("eval_every", "log_every", "checkpoint_every"):
-            self.check_integer(name, 1)
-        if not isinstance(self.similar_lengths, bool):
-            self.fail(f"similar_lengths must be true or false, got {self.similar_lengths!r}")
+            self.check(checked_integer, name, 1)
+        self.check_flag("similar_lengths")
 
     def total_steps(self, batches_per_epoch):
         """The optimizer steps of the run: `steps`, or ⌈epochs · batches per epoch⌉."""
@@ -143,8 +147,27 @@ class TrainingConfig(JsonConfig):
 
     def learning_rate(self, d_model):
         """What the optimizer takes as `lr`: a float, or the schedule t ↦ lr(t)."""
-        from autograd.optim import warmup_schedule
-
         if self.schedule == "constant":
             return float(self.lr)
         return warmup_schedule(d_model, self.warmup_steps, self.lr_factor)
+
+
+def resolve(preset_name="default", model=None, training=None, data=None):
+    """(model fields, TrainingConfig, DataConfig): the preset's values, then the overrides (dicts
+    of field → value). The model fields are checked at once with a stand-in vocabulary, so a bad
+    value fails before any data is loaded; the vocabulary sizes come later, from the tokenizers."""
+    preset = get_preset(preset_name)
+    model_fields = {**preset.model, **(model or {})}
+    data_config = DataConfig(**{**preset.data, **(data or {})})
+    training_config = TrainingConfig(**{**preset.training, **(training or {})})
+    model_config(model_fields, 4, 4, pad_id=1, max_len=data_config.max_len)
+    return model_fields, training_config, data_config
+
+
+def model_config(model_fields, src_vocab_size, tgt_vocab_size, pad_id, max_len):
+    """The TransformerConfig of a run: its fields, the vocabularies' sizes, the [PAD] id, and the
+    longest sentence as the positional table's length."""
+    try:
+        return TransformerConfig(src_vocab_size, tgt_vocab_size, pad_id=pad_id, max_len=max_len, **model_fields)
+    except TypeError as error:
+        raise ValueError(f"TransformerConfig: {error}") from None

@@ -11,14 +11,10 @@ reads its own greedy translation.
 """
 from pathlib import Path
 
-from numpy_transformer.analysis.capture import capture_sentence
-from numpy_transformer.analysis.heatmaps import draw_capture
-from numpy_transformer.analysis.projection import project_structured
-from numpy_transformer.analysis.roles import classify_capture, roles_table
-from numpy_transformer.analysis.spectra import draw_spectra
+from numpy_transformer.cli.common import add_threads_argument, non_negative_integer
 
 
-def add_attention_command(commands):
+def add_parser(commands):
     """Register `attention` on the CLI's subcommands (an argparse subparsers object)."""
     parser = commands.add_parser("attention", help="draw and classify the attention heads of a trained model",
                                  description="Heat maps, spectra, head roles and the structured approximation of "
@@ -28,14 +24,17 @@ def add_attention_command(commands):
     parser.add_argument("--target", help="the translation the decoder reads (default: the model's own)")
     parser.add_argument("--out", default="attention", metavar="DIR", help="folder for the figures (default attention)")
     parser.add_argument("--format", choices=("png", "svg"), default="png", help="figure format (default png)")
-    parser.add_argument("--w", type=int, default=3, help="bandwidth of the structured approximation (default 3)")
-    parser.add_argument("--num-pos", type=int, default=2, help="rare tokens of the approximation's Σ3 (default 2)")
-    parser.set_defaults(run=attention_command)
+    parser.add_argument("--w", type=non_negative_integer, default=3, help="bandwidth of the structured approximation (default 3)")
+    parser.add_argument("--num-pos", type=non_negative_integer, default=2, help="rare tokens of the approximation's Σ3 (default 2)")
+    add_threads_argument(parser)
+    parser.set_defaults(run=command)
     return parser
 
 
 def approximation_table(capture, w, num_pos):
     """Markdown: every head's projection (family, distance, captured mass, entries stored)."""
+    from numpy_transformer.analysis.projection import project_structured
+
     lines = ["| attention | head | family | distance abs(H − X) | captured | stored / entries |",
              "|---|---:|---|---:|---:|---|"]
     for name, weights in capture.weights.items():
@@ -46,8 +45,13 @@ def approximation_table(capture, w, num_pos):
     return "\n".join(lines)
 
 
-def attention_command(args):
-    from numpy_transformer.checkpoint import load_checkpoint
+def command(args):
+    """Draw, save and classify every head's attention for the sentence; print the tables."""
+    from numpy_transformer.analysis.capture import capture_sentence
+    from numpy_transformer.analysis.heatmaps import draw_capture
+    from numpy_transformer.analysis.roles import classify_capture, roles_table
+    from numpy_transformer.analysis.spectra import draw_spectra
+    from numpy_transformer.training.checkpoint import load_checkpoint
 
     checkpoint = load_checkpoint(args.checkpoint)
     capture = capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, args.sentence,

@@ -14,14 +14,14 @@ import dataclasses
 import shutil
 from pathlib import Path
 
-from numpy_transformer.checkpoint import ARCHIVE, CONFIG_FILES, CheckpointError, has_checkpoint, load_checkpoint, \
+from numpy_transformer.training.checkpoint import ARCHIVE, CONFIG_FILES, CheckpointError, has_checkpoint, load_checkpoint, \
     save_checkpoint
 from numpy_transformer.data import encode_pairs, load_dataset_splits, train_tokenizers
 from numpy_transformer.data.tokenizer import tokenizer_path
 from numpy_transformer.model import Transformer, count_parameters
-from numpy_transformer.presets import model_config
-from numpy_transformer.training import Trainer, TrainingState, make_optimizer, run_generators
-from numpy_transformer.training_log import MetricsLog, plot_loss_curve
+from numpy_transformer.training.configs import model_config
+from numpy_transformer.training.loop import Trainer, TrainingState, make_optimizer, run_generators
+from numpy_transformer.training.metrics_log import MetricsLog, plot_loss_curve
 
 LOG_FILE, FIGURE_FILE, METRICS_FILE = "log.jsonl", "loss.png", "metrics.json"
 # What may change when a run resumes: how long it goes on and how often it reports.

@@ -2,9 +2,8 @@
 
 One step on a batch of sentence pairs (x, y), `tgt_in` = [SOS] y, `tgt_out` = y [EOS]:
 
-    logits = model(src, tgt_in)                               (batch, n′, l), teacher forcing
-    loss   = mean over non-padding t of  −Σ_v q_t(v) log p(v | y_<t, x)         thesis §1.1
-             q_t = (1 − ε) · onehot(y_t) + ε / l              label smoothing (ε = 0.1)
+    loss   = loss_on_batch(model, batch, ε)                   the label-smoothed cross-entropy
+                                                              of thesis §1.1 (training/loss.py)
     grads  = backward(loss), rescaled so that ‖grads‖ ≤ clip_norm
     θ      ← Adam(θ, grads, lr(t))                            warm-up schedule or constant lr
 
@@ -32,10 +31,9 @@ import time
 
 import numpy as np
 
-import autograd.functional as F
 from autograd.optim import Adam, clip_grad_norm
 from numpy_transformer.data.batching import batch_indices, make_batch
-from numpy_transformer.evaluation import mean_cross_entropy
+from numpy_transformer.training.loss import loss_on_batch, mean_cross_entropy, perplexity
 
 
 class TrainingDiverged(ValueError):
@@ -63,13 +61,6 @@ def make_optimizer(model, config):
     """Adam with the betas, eps and learning rate (schedule) of a TrainingConfig."""
     return Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
                 eps=config.eps)
-
-
-def loss_on_batch(model, batch, label_smoothing=0.0):
-    """The mean cross-entropy of the batch's labels (padding ignored): a scalar Tensor."""
-    logits = model(batch.src, batch.tgt_in)                          # (batch, n_tgt, tgt_vocab_size)
-    return F.cross_entropy(logits, batch.tgt_out, ignore_index=model.config.pad_id,
-                           label_smoothing=label_smoothing)
 
 
 @dataclasses.dataclass
@@ -199,9 +190,7 @@ class Trainer:
         self.optimizer.zero_grad()
         loss = loss_on_batch(self.model, batch, self.config.label_smoothing)
         loss.backward()
-        params = self.model.parameters()
-        grad_norm = clip_grad_norm(params, self.config.clip_norm) if self.config.clip_norm else \
-            math.sqrt(sum(float(np.sum(np.square(p.grad, dtype=np.float64))) for p in params if p.grad is not None))
+        grad_norm = clip_grad_norm(self.model.parameters(), self.config.clip_norm)
         if not (math.isfinite(loss.item()) and math.isfinite(grad_norm)):
             raise TrainingDiverged(
                 f"training diverged at step {self.state.step + 1}: loss {loss.item()}, gradient norm {grad_norm}. "
@@ -255,14 +244,14 @@ class Trainer:
 
     def _validate(self):
         self.validation_loss = mean_cross_entropy(self.model, self.validation_data, self.config.batch_size)
-        perplexity = math.exp(min(self.validation_loss, 700.0))
+        validation_perplexity = perplexity(self.validation_loss)
         self._write_log({"step": self.state.step, "validation_loss": self.validation_loss,
-                         "validation_perplexity": perplexity})
+                         "validation_perplexity": validation_perplexity})
         if self.report is not None:
             recent = np.mean(self.losses[-self.config.eval_every:])
             self.report(f"step {self.state.step:>{len(str(self.total_steps))}}/{self.total_steps}  "
                         f"loss {recent:.3f}  validation loss {self.validation_loss:.3f} "
-                        f"(perplexity {perplexity:.2f})  lr {self.optimizer.current_lr:.2e}  "
+                        f"(perplexity {validation_perplexity:.2f})  lr {self.optimizer.current_lr:.2e}  "
                         f"{format_seconds(self.state.train_seconds)}")
 
     def _checkpoint(self):

@@ -17,9 +17,6 @@ prints its 60-odd million parameters before the first step).
 """
 import dataclasses
 
-from numpy_transformer.config import TransformerConfig
-from numpy_transformer.training_config import DataConfig, TrainingConfig
-
 ONE_LAYER = dict(n_encoder_layers=1, n_decoder_layers=1)
 THESIS_RUN = dict(batch_size=8, steps=None, epochs=20, schedule="constant", lr=1e-4, eval_every=1000,
                   log_every=100, checkpoint_every=1000)
@@ -29,7 +26,7 @@ OPUS_BOOKS = dict(dataset="opus_books", pair="en-it", max_len=350)
 @dataclasses.dataclass(frozen=True)
 class Preset:
     """Overrides of the defaults of TransformerConfig (`model`), TrainingConfig (`training`) and
-    DataConfig (`data`)."""
+    DataConfig (`data`); `numpy_transformer.training.configs.resolve` applies them."""
     description: str
     model: dict
     training: dict
@@ -63,24 +60,3 @@ def get_preset(name):
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; the presets are: {', '.join(PRESETS)}")
     return PRESETS[name]
-
-
-def resolve(preset_name="default", model=None, training=None, data=None):
-    """(model fields, TrainingConfig, DataConfig): the preset's values, then the overrides (dicts
-    of field → value). The model fields are checked at once with a stand-in vocabulary, so a bad
-    value fails before any data is loaded; the vocabulary sizes come later, from the tokenizers."""
-    preset = get_preset(preset_name)
-    model_fields = {**preset.model, **(model or {})}
-    data_config = DataConfig(**{**preset.data, **(data or {})})
-    training_config = TrainingConfig(**{**preset.training, **(training or {})})
-    model_config(model_fields, 4, 4, pad_id=1, max_len=data_config.max_len)
-    return model_fields, training_config, data_config
-
-
-def model_config(model_fields, src_vocab_size, tgt_vocab_size, pad_id, max_len):
-    """The TransformerConfig of a run: its fields, the vocabularies' sizes, the [PAD] id, and the
-    longest sentence as the positional table's length."""
-    try:
-        return TransformerConfig(src_vocab_size, tgt_vocab_size, pad_id=pad_id, max_len=max_len, **model_fields)
-    except TypeError as error:
-        raise ValueError(f"TransformerConfig: {error}") from None

@@ -9,9 +9,8 @@ exactly where it stopped, in one folder.
     DIR/checkpoint.npz        weights ("model/<name>"), Adam's state ("optimizer/<key>"), and the
                               loop's position as JSON ("state": step, epoch, batch, random states)
 
-Every file is written atomically: to a temporary file in the same folder, flushed to disk
-(fsync), then renamed over the old one (`os.replace`, atomic on POSIX and Windows). A crash
-during a write leaves the previous version whole. `checkpoint.npz` is written last: a folder
+Every file is written atomically (`training/files.py`): a crash during a write leaves the
+previous version whole. `checkpoint.npz` is written last: a folder
 without it holds no checkpoint, and the JSON files never change during a run, so every
 `checkpoint.npz` found is consistent with the files beside it.
 
@@ -21,7 +20,6 @@ says what is wrong and where.
 """
 import dataclasses
 import json
-import os
 import zipfile
 from pathlib import Path
 
@@ -29,7 +27,9 @@ import numpy as np
 
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
-from numpy_transformer.training_config import DataConfig, TrainingConfig
+from numpy_transformer.model import Transformer
+from numpy_transformer.training.configs import DataConfig, TrainingConfig
+from numpy_transformer.training.files import atomic_write, atomic_write_text
 
 ARCHIVE = "checkpoint.npz"
 CONFIG_FILES = {"model": "model.json", "training": "training.json", "data": "data.json"}
@@ -44,7 +44,7 @@ class CheckpointError(Exception):
 class Checkpoint:
     """What `load_checkpoint` reads: the configurations, the tokenizers, the model with its
     weights loaded, Adam's state (a flat dict for `Optimizer.load_state_dict`) and the training
-    loop's state (a dict, see `numpy_transformer.training.TrainingState`)."""
+    loop's state (a dict, see `numpy_transformer.training.loop.TrainingState`)."""
     directory: Path
     model_config: TransformerConfig
     training_config: TrainingConfig
@@ -58,41 +58,6 @@ class Checkpoint:
     @property
     def step(self):
         return int(self.state["step"])
-
-
-def atomic_write(path, write):
-    """Write `path` through `write(binary_file)` so that readers only ever see the old or the new
-    file whole: temporary file in the same folder, fsync, os.replace, fsync of the folder."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(temporary, "wb") as file:
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    _fsync_directory(path.parent)
-
-
-def atomic_write_text(path, text):
-    atomic_write(path, lambda file: file.write(text.encode("utf-8")))
-
-
-def _fsync_directory(directory):
-    """Make the rename itself durable (POSIX; Windows cannot open a folder, and needs nothing)."""
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
 
 
 def has_checkpoint(directory):
@@ -119,8 +84,6 @@ def save_checkpoint(directory, model, optimizer, state, configs, tokenizers):
 
 def load_checkpoint(directory):
     """Read and check the checkpoint in `directory` (a `Checkpoint`), or raise CheckpointError."""
-    from numpy_transformer.model import Transformer
-
     directory = Path(directory)
     _check_complete(directory)
     configs = {kind: _read_config(directory, kind) for kind in CONFIG_FILES}

@@ -1,0 +1,79 @@
+"""The `numpy-transformer` command: one module per command in this package.
+
+    numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE] [flags]
+    numpy-transformer translate --checkpoint DIR "a sentence" ...     (or lines on standard input)
+    numpy-transformer evaluate --checkpoint DIR [--split test|validation] [--beam N]
+    numpy-transformer attention --checkpoint DIR "a sentence" [--out DIR]
+    numpy-transformer gradcheck
+    numpy-transformer bench attention | train-step | decode
+
+Each command module has `add_parser(commands)` and `command(args)`. Importing this package
+imports no NumPy: BLAS reads its thread count once, when NumPy loads, so `main` sets it from
+`--threads` first and each command imports what it needs when it runs.
+
+A bad input (a missing or damaged checkpoint, an unreadable data file, an unknown language pair,
+an unreachable corpus, a sentence longer than the model's maximum length) prints one line
+`numpy-transformer COMMAND: error: …` and exits with status 1, without a traceback.
+"""
+import argparse
+import os
+import sys
+
+from numpy_transformer import __version__
+from numpy_transformer.cli import attention, bench, evaluate, gradcheck, train, translate
+from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, EXIT_ERROR, EXIT_INTERRUPTED
+
+COMMANDS = (gradcheck, train, translate, evaluate, attention, bench)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="numpy-transformer", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS:
+        module.add_parser(commands)
+    return parser
+
+
+def requested_threads(argv):
+    """The value of --threads (or --blas-threads) in argv, or None when it is not given."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--threads", "--blas-threads", dest="threads")
+    given, _ = early.parse_known_args(argv)
+    try:
+        return int(given.threads) if given.threads is not None else None
+    except ValueError:
+        return None                 # the real parser reports it
+
+
+def limit_blas_threads(threads):
+    """Set the BLAS thread count through the environment, which BLAS reads when NumPy loads.
+
+    threads: the --threads given (it overrides the environment), or None: then 1, unless the
+    user's environment sets a count. Returns False when NumPy is already loaded (too late)."""
+    if "numpy" in sys.modules:
+        return False
+    if threads is None and any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+        return True
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ[name] = str(threads or 1)
+    return True
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    threads = requested_threads(argv)
+    if threads is None or threads >= 1:
+        limit_blas_threads(threads)
+    args = build_parser().parse_args(argv)
+    from numpy_transformer.data import DataUnavailableError
+    from numpy_transformer.training.checkpoint import CheckpointError
+
+    try:
+        return args.run(args)
+    except (CheckpointError, DataUnavailableError, ValueError, FileNotFoundError) as error:
+        print(f"numpy-transformer {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print(f"numpy-transformer {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

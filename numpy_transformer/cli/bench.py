@@ -1,0 +1,140 @@
+"""`numpy-transformer bench BENCHMARK`, the benchmarks of `numpy_transformer.benchmarks`:
+
+- `attention` measures how the attention variants of chapter 2 scale with n
+  (numpy_transformer.benchmarks.attention) and draws the figures of docs/chapter2.md: the timing
+  figure and table, the random-feature error figure (numpy_transformer.benchmarks.random_features)
+  and the thesis's Figure 7;
+- `train-step` times a training step of this project's model against the same architecture in
+  PyTorch, with the peak memory of each (numpy_transformer.benchmarks.train_step);
+- `decode` times greedy decoding of 64 tokens with and without the key/value cache
+  (numpy_transformer.benchmarks.decode).
+
+docs/performance.md gives their figures. `--threads` (alias `--blas-threads`) fixes the BLAS
+thread count before NumPy loads; where NumPy is already loaded with another count (a caller in
+the same process), the benchmark runs in a child process instead.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, non_negative_integer, positive_integer
+
+
+def add_parser(commands):
+    """Add `bench attention | train-step | decode` to the CLI's subcommands."""
+    bench = commands.add_parser("bench", help="measure the attention variants, a training step against PyTorch, "
+                                              "decoding with and without the cache")
+    benchmarks = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    attention = benchmarks.add_parser(
+        "attention", help="time and peak memory of every attention variant, forward + backward, n = 256 … max-n")
+    attention.add_argument("--max-n", type=positive_integer, default=8192, help="the longest sequence (default 8192)")
+    attention.add_argument("--out", default="benchmark_results",
+                           help="folder for the table, figures and JSON (default benchmark_results)")
+    _add_threads_argument(attention, "BLAS threads")
+    attention.set_defaults(run=bench_attention_command)
+    _add_train_step_command(benchmarks)
+    _add_decode_command(benchmarks)
+
+
+def _add_threads_argument(parser, what="threads of BLAS and of PyTorch"):
+    parser.add_argument("--threads", "--blas-threads", dest="blas_threads", type=positive_integer, default=1,
+                        help=f"{what} (default 1: stable figures on a shared machine)")
+
+
+def _add_train_step_command(benchmarks):
+    from numpy_transformer.benchmarks.configs import CONFIG_NAMES, MAIN_CONFIGS
+
+    parser = benchmarks.add_parser(
+        "train-step", help="one training step (forward, backward, Adam) against PyTorch: time and peak memory")
+    parser.add_argument("--configs", nargs="+", choices=CONFIG_NAMES, default=list(MAIN_CONFIGS), metavar="NAME",
+                        help=f"configurations among {', '.join(CONFIG_NAMES)} (default: {' '.join(MAIN_CONFIGS)})")
+    parser.add_argument("--steps", type=positive_integer, default=10, help="timed steps of each framework (default 10)")
+    parser.add_argument("--warmup", type=non_negative_integer, default=2, help="untimed steps first (default 2)")
+    parser.add_argument("--profile", action="store_true", help="print the profile of one NumPy step per configuration")
+    parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
+    _add_threads_argument(parser)
+    parser.set_defaults(run=bench_train_step_command)
+
+
+def _add_decode_command(benchmarks):
+    from numpy_transformer.benchmarks.configs import CONFIG_NAMES, DECODE_CONFIGS
+
+    parser = benchmarks.add_parser("decode", help="greedy decoding of 64 sentences into 64 tokens, with and "
+                                                  "without the key/value cache")
+    parser.add_argument("--configs", nargs="+", choices=CONFIG_NAMES, default=list(DECODE_CONFIGS), metavar="NAME",
+                        help=f"configurations among {', '.join(CONFIG_NAMES)} (default: {' '.join(DECODE_CONFIGS)}; "
+                             f"base takes about 2 minutes per run without the cache)")
+    parser.add_argument("--runs", type=positive_integer, default=3, help="timed runs of each (default 3)")
+    parser.add_argument("--profile", action="store_true", help="print the profile of one cached decode")
+    parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
+    _add_threads_argument(parser)
+    parser.set_defaults(run=bench_decode_command)
+
+
+def _rerun_with_blas_threads(threads, bench_arguments):
+    """The BLAS thread count must be fixed before NumPy loads: None if it already is `threads`,
+    otherwise the exit status of `numpy-transformer bench *bench_arguments` run in a child
+    process with it set."""
+    threads = str(threads)
+    if os.environ.get("OPENBLAS_NUM_THREADS") == threads:
+        return None
+    env = {**os.environ, **{name: threads for name in BLAS_THREAD_VARIABLES}}
+    return subprocess.call([sys.executable, "-m", "numpy_transformer.cli", "bench", *bench_arguments,
+                            "--threads", threads], env=env)
+
+
+def bench_attention_command(args):
+    """Run the attention benchmark and draw the chapter 2 figures into args.out. The BLAS thread
+    count must be fixed before NumPy loads, so the run happens in a child process with it set."""
+    status = _rerun_with_blas_threads(args.blas_threads,
+                                      ["attention", "--max-n", str(args.max_n), "--out", str(args.out)])
+    if status is not None:
+        return status
+    from numpy_transformer.attention.patterns import draw_figure_7
+    from numpy_transformer.benchmarks.attention import run
+    from numpy_transformer.benchmarks.random_features import plot_random_feature_errors
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"Figure 7: {draw_figure_7(out / 'figure7_patterns.png')}")
+    errors = plot_random_feature_errors(out / "random_feature_error.png")
+    for (kind, scale), values in errors.items():
+        print(f"random features {kind}, N(0, {scale}²) entries: median errors {', '.join(f'{e:.3g}' for e in values)}")
+    run(args.max_n, out, log=lambda line: print(line, flush=True))
+    return 0
+
+
+def _flags(args):
+    return [flag for flag, on in (("--profile", args.profile), ("--json", args.json)) if on]
+
+
+def bench_train_step_command(args):
+    """Time a training step of each configuration against PyTorch; with --json the last line is
+    the JSON list of the results."""
+    status = _rerun_with_blas_threads(args.blas_threads, ["train-step", "--configs", *args.configs, "--steps",
+                                                          str(args.steps), "--warmup", str(args.warmup), *_flags(args)])
+    if status is not None:
+        return status
+    from numpy_transformer.benchmarks.train_step import run
+
+    results = run(args.configs, args.blas_threads, args.steps, args.warmup, args.profile,
+                  log=lambda line: print(line, flush=True))
+    if args.json:
+        print(json.dumps(results))
+    return 0
+
+
+def bench_decode_command(args):
+    """Time greedy decoding with and without the cache; with --json the last line is the JSON list."""
+    status = _rerun_with_blas_threads(args.blas_threads, ["decode", "--configs", *args.configs, "--runs",
+                                                          str(args.runs), *_flags(args)])
+    if status is not None:
+        return status
+    from numpy_transformer.benchmarks.decode import run
+
+    results = run(args.configs, args.runs, args.profile, log=lambda line: print(line, flush=True))
+    if args.json:
+        print(json.dumps(results))
+    return 0

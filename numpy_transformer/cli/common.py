@@ -1,0 +1,66 @@
+"""What the commands share: their exit statuses, and the arguments several of them take
+(decoding settings, threads, the datasets cache, quiet).
+
+Nothing here imports NumPy: the parser is built before the BLAS thread count is fixed. The
+argparse types import the checks of `autograd.checks` when they run, after it is.
+"""
+import argparse
+import json
+
+EXIT_ERROR, EXIT_INTERRUPTED = 1, 130
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def positive_integer(text):
+    """argparse type: an integer ≥ 1."""
+    return _checked(text, int, lambda checks, value: checks.checked_integer("the value", value, low=1))
+
+
+def non_negative_integer(text):
+    """argparse type: an integer ≥ 0."""
+    return _checked(text, int, lambda checks, value: checks.checked_integer("the value", value, low=0))
+
+
+def non_negative_number(text):
+    """argparse type: a finite number ≥ 0."""
+    return _checked(text, float, lambda checks, value: checks.checked_number("the value", value, low=0))
+
+
+def _checked(text, kind, check):
+    import autograd.checks as checks
+
+    try:
+        return check(checks, kind(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("the value ")) from None
+
+
+def json_object(text):
+    """argparse type: a JSON object such as '{"window": 8}'."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"window\": 8}}', got {text!r}")
+    return value
+
+
+def add_decoding_arguments(parser, what):
+    parser.add_argument("--beam", type=positive_integer, default=4, metavar="N",
+                        help=f"beam size of {what} (default 4; 1: greedy only)")
+    parser.add_argument("--length-penalty", type=non_negative_number, default=0.6, metavar="ALPHA",
+                        help="α ≥ 0 of beam search's length penalty ((5 + |y|)/6)^α (default 0.6)")
+
+
+def add_threads_argument(parser):
+    parser.add_argument("--threads", type=positive_integer, default=1,
+                        help="BLAS threads (default 1: small matrices gain little from more, and "
+                             "threads waiting for a busy CPU slow training down several times)")
+
+
+def add_common_arguments(parser):
+    """--cache-dir, --threads and --quiet, as every command that loads a model takes them."""
+    parser.add_argument("--cache-dir", help="where datasets keeps its copies (default HF_DATASETS_CACHE)")
+    add_threads_argument(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no lines per validation")

@@ -1,0 +1,203 @@
+"""`numpy-transformer train`: train a translation model, then evaluate it on the test split.
+
+    numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE] [flags]
+    numpy-transformer train --out DIR --resume [--steps N]
+
+Every field a preset sets can be overridden by a flag. The work is `numpy_transformer.training`
+(`Run`: data, tokenizers, model, loop, checkpoints); this module parses and prints.
+"""
+import argparse
+import json
+import math
+import sys
+import time
+
+from numpy_transformer.cli.common import EXIT_INTERRUPTED, add_common_arguments, add_decoding_arguments, \
+    json_object, non_negative_integer
+from numpy_transformer.cli.evaluate import evaluate_split, print_evaluation
+from numpy_transformer.training.presets import PRESETS
+
+# (flag, field, type, help): every field a preset sets can be overridden by a flag.
+MODEL_FLAGS = [
+    ("--d-model", "d_model", int, "width d of every token vector"),
+    ("--n-heads", "n_heads", int, "attention heads H (d_model must be divisible by it)"),
+    ("--d-ff", "d_ff", int, "hidden width m of the feed-forward network"),
+    ("--encoder-layers", "n_encoder_layers", int, "encoder layers"),
+    ("--decoder-layers", "n_decoder_layers", int, "decoder layers"),
+    ("--dropout", "dropout", float, "dropout probability"),
+    ("--norm-placement", "norm_placement", str, "LayerNorm after the residual sum (post, the thesis) or before (pre)"),
+    ("--norm-variant", "norm_variant", str, "LayerNorm of eq. (2) (thesis) or PyTorch's (torch)"),
+    ("--activation", "activation", str, "feed-forward activation: relu, gelu or swiglu"),
+    ("--positional", "positional", str, "positional encoding: sinusoidal or learned"),
+    ("--positional-base", "positional_base", float, "the base N of the sinusoidal encoding, eq. (1)"),
+    ("--norm-eps", "norm_eps", float, "ε of the LayerNorm"),
+    ("--attention", "attention", str, "the encoder's self-attention: full or a chapter 2 variant"),
+    ("--decoder-attention", "decoder_attention", str, "the decoder's self-attention (a causal kind)"),
+    ("--attention-options", "attention_options", json_object, 'options of the variants, as JSON: \'{"window": 8}\''),
+]
+TRAINING_FLAGS = [
+    ("--batch-size", "batch_size", int, "sentence pairs per step"),
+    ("--steps", "steps", int, "optimizer steps in all"),
+    ("--epochs", "epochs", float, "passes over the training pairs (instead of --steps)"),
+    ("--lr-factor", "lr_factor", float, "factor of the warm-up schedule"),
+    ("--label-smoothing", "label_smoothing", float, "label smoothing ε of the loss"),
+    ("--seed", "seed", int, "seed of the initial weights, dropout and batch order"),
+    ("--eval-every", "eval_every", int, "steps between validation losses"),
+    ("--log-every", "log_every", int, "steps between lines of the metrics log"),
+    ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints"),
+]
+DATA_FLAGS = [
+    ("--dataset", "dataset", str, "builtin (synthetic, offline; the default), opus_books, or a .jsonl/.csv/.tsv/"
+                                  ".parquet file of pairs"),
+    ("--pair", "pair", str, "source-target languages (default en-it)"),
+    ("--n-pairs", "n_pairs", int, "size of the built-in corpus (default 20000)"),
+    ("--subset", "subset", int, "keep only N pairs of the corpus"),
+    ("--subset-mode", "subset_mode", str, "which N pairs: first (default) or random"),
+    ("--data-seed", "seed", int, "seed of the corpus split (and of the built-in corpus)"),
+    ("--max-len", "max_len", int, "longest sentence in tokens, [SOS]/[EOS] included"),
+    ("--length-policy", "length_policy", str, "longer pairs: drop (default) or truncate"),
+    ("--min-frequency", "min_frequency", int, "a word enters the vocabulary when seen this often (default 2)"),
+]
+
+
+def add_parser(commands):
+    train = commands.add_parser("train", help="train a translation model (built-in corpus by default)",
+                                description="Train a translation model and evaluate it on the test split.")
+    train.add_argument("--out", default="runs/default", metavar="DIR",
+                       help="folder of the checkpoint, log, figure and metrics (default runs/default)")
+    train.add_argument("--preset", choices=list(PRESETS),
+                       help="default if not given. " + "; ".join(f"{name}: {preset.description}" for name, preset in PRESETS.items()))
+    train.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    train.add_argument("--overwrite", action="store_true", help="replace a run already saved in --out")
+    groups = (("model", MODEL_FLAGS), ("training", TRAINING_FLAGS), ("data", DATA_FLAGS))
+    for name, flags in groups:
+        group = train.add_argument_group(f"{name} (override the preset)")
+        for flag, field, kind, text in flags:
+            group.add_argument(flag, dest=f"{name}.{field}", type=kind, help=text, metavar=field.upper())
+    special = train.add_argument_group("model and training: more")
+    special.add_argument("--layers", type=int, help="encoder and decoder layers (both)")
+    special.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction, dest="model.tie_embeddings",
+                         help="the output projection is the target embedding transposed")
+    special.add_argument("--lr", type=float, help="a constant learning rate (the thesis's runs: 1e-4)")
+    special.add_argument("--warmup", type=int, metavar="STEPS",
+                         help="the warm-up schedule d^-0.5·min(t^-0.5, t·STEPS^-1.5) (the default preset's)")
+    special.add_argument("--clip-norm", type=float, help="largest gradient norm; 0 turns clipping off")
+    add_decoding_arguments(train, "the final evaluation on the test split")
+    train.add_argument("--samples", type=non_negative_integer, default=4, help="test translations to print (default 4)")
+    add_common_arguments(train)
+    train.set_defaults(run=command)
+
+
+def command(args):
+    """Train (or resume) the run in --out, evaluate it on the test split, write metrics.json."""
+    from numpy_transformer.training.configs import resolve
+    from numpy_transformer.training.files import atomic_write_text
+    from numpy_transformer.training.loop import format_seconds
+    from numpy_transformer.training.run import METRICS_FILE, Run
+
+    started = time.perf_counter()
+    report = None if args.quiet else print
+    options = dict(cache_dir=args.cache_dir, progress=not args.quiet and sys.stderr.isatty(), report=report)
+    model, training, data = overrides(args)
+    if args.resume:
+        run = resume_run(args, model, training, data, options)
+    else:
+        run = Run.new(args.out, *resolve(args.preset or "default", model, training, data), overwrite=args.overwrite,
+                      **options)
+    print("\n".join(run.data.summary() + [model_line(run), training_line(run)]))
+    result = run.train()
+    if result.interrupted:
+        where = f"a checkpoint of step {result.step} is in {run.directory}" if result.saved else \
+            f"the last checkpoint in {run.directory} is kept"
+        print(f"Interrupted at step {result.step} of {result.total_steps}: {where}. Continue with:\n"
+              f"  numpy-transformer train --out {run.directory} --resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    evaluation = evaluate_split(run.model, run.data, run.configs["data"], run.data.splits.test, args)
+    print_evaluation(evaluation, "test", args.samples)
+    metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started)
+    atomic_write_text(run.directory / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
+    print(f"Wrote {run.directory}/: checkpoint.npz (+ model.json, training.json, data.json, tokenizers), "
+          f"log.jsonl, loss.png, {METRICS_FILE}. Total time {format_seconds(metrics['total_seconds'])}.")
+    return 0
+
+
+def overrides(args):
+    """(model, training, data) dicts of the fields the flags set (flags left out set nothing)."""
+    given = {name: value for name, value in vars(args).items() if value is not None}
+    model, training, data = ({name.split(".", 1)[1]: value for name, value in given.items()
+                              if name.startswith(prefix + ".")} for prefix in ("model", "training", "data"))
+    if args.layers is not None:
+        model = {"n_encoder_layers": args.layers, "n_decoder_layers": args.layers, **model}
+    if args.lr is not None and args.warmup is not None:
+        raise ValueError("give --lr (a constant learning rate) or --warmup (the warm-up schedule), not both")
+    if args.lr is not None:
+        training.update(schedule="constant", lr=args.lr)
+    if args.warmup is not None:
+        training.update(schedule="warmup", warmup_steps=args.warmup)
+    if args.clip_norm is not None:
+        training["clip_norm"] = args.clip_norm or None
+    if "steps" in training and "epochs" in training:
+        raise ValueError("give --steps or --epochs, not both")
+    if "steps" in training or "epochs" in training:
+        training = {"steps": None, "epochs": None, **training}
+    return model, training, data
+
+
+def resume_run(args, model, training, data, options):
+    """The run in --out, continued. Only how long it runs and how often it reports may change."""
+    from numpy_transformer.training.run import RESUMABLE_FIELDS, Run
+
+    changed = [name for name in (*model, *data)] + (["preset"] if args.preset else [])
+    if changed:
+        raise ValueError(f"--resume continues the saved run with its own settings; cannot change "
+                         f"{', '.join(changed)} (only {', '.join(RESUMABLE_FIELDS)} may change)")
+    run = Run.resume(args.out, training, **options)
+    print(f"Resuming {run.directory} at step {run.trainer.state.step} of {run.trainer.total_steps}.")
+    return run
+
+
+def model_line(run):
+    config = run.configs["model"]
+    return (f"model: {config.n_encoder_layers}+{config.n_decoder_layers} layers, d_model {config.d_model}, "
+            f"{config.n_heads} heads (d_k {config.d_k}), d_ff {config.d_ff}, dropout {config.dropout}, "
+            f"{config.norm_placement}-norm, {run.parameters:,} parameters")
+
+
+def training_line(run):
+    config, trainer = run.configs["training"], run.trainer
+    if config.schedule == "warmup":
+        peak = config.lr_factor * (run.configs["model"].d_model * config.warmup_steps) ** -0.5
+        rate = f"warm-up {config.warmup_steps} steps (peak lr {peak:.1e})"
+    else:
+        rate = f"constant lr {config.lr:g}"
+    return (f"training: {trainer.total_steps:,} steps ({trainer.total_steps / trainer.batches_per_epoch:.3g} epochs) "
+            f"of {config.batch_size} pairs, Adam {config.betas} eps {config.eps:g}, {rate}, label smoothing "
+            f"{config.label_smoothing}, clip {config.clip_norm}, seed {config.seed} -> {run.directory}")
+
+
+def run_metrics(run, result, evaluation, args, total_seconds):
+    best = evaluation.best
+    return {
+        "source": run.data.splits.source,
+        "preset": args.preset or (None if args.resume else "default"),
+        "bleu": best.bleu, "chrf": best.chrf,
+        "bleu_greedy": evaluation.greedy_scores.bleu, "chrf_greedy": evaluation.greedy_scores.chrf,
+        "beam_size": evaluation.beam_size if evaluation.beam_scores else 1, "length_penalty": args.length_penalty,
+        "bleu_signature": best.bleu_signature, "chrf_signature": best.chrf_signature,
+        "perplexity": evaluation.perplexity, "test_cross_entropy": evaluation.cross_entropy,
+        "test_pairs": len(evaluation.sources),
+        "loss": _finite(result.loss), "validation_loss": _finite(result.validation_loss),
+        "steps": result.step, "epochs": round(run.trainer.epoch_progress, 3),
+        "train_seconds": round(result.train_seconds, 1), "total_seconds": round(total_seconds, 1),
+        "parameters": run.parameters,
+        "data": _config_dict(run.configs["data"]), "model": _config_dict(run.configs["model"]),
+        "training": _config_dict(run.configs["training"]),
+    }
+
+
+def _finite(value):
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _config_dict(config):
+    return json.loads(config.to_json())
