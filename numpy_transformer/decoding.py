@@ -195,26 +195,12 @@ def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penal
          cache is reordered to their parents.
     2K extensions always hold at least K without EOS (each live hypothesis has one EOS extension).
 
-    A sentence stops at its length limit (`max_len`, as in `greedy_decode`), where the K best
-    extensions finish without EOS (Hypothesis.finished False), or earlier, once K hypotheses have
-    finished and no live hypothesis can beat
-      - early_stopping=True: the best finished one (the best hypothesis is then final);
-      - early_stopping=False: the worst of the K finished ones (all n-best are then final; the
-        canonical criterion, `early_stopping="never"` in Hugging Face transformers).
-    "Can beat" is bounded exactly: log P only falls as a hypothesis grows (every term is ≤ 0) and
-    lp(|y|) only rises up to the limit, so no extension of a live hypothesis scores above
-    max_live log P / lp(limit). The result is that of searching on to the limit.
-    (Stopping as soon as K hypotheses have finished, as Hugging Face's `early_stopping=True`
-    does, loses sentences a model is sure of: the unlikely EOS extensions among the top K of
-    the first steps fill the finished set before the real sentence ends.)
-
-    beam_size=1 with length_penalty=0 gives the tokens of greedy decoding: the live hypothesis
-    is the argmax at every step, and once an EOS is the argmax, the other extensions score less.
-    With α > 0 a beam of one may go on past greedy's EOS and return a longer hypothesis, only
-    when its score log P / lp is higher.
-
-    Scores are summed in float64 (the decoder runs in the model's dtype), so that adding a
-    score to two different log-probabilities never rounds them into a tie.
+    A sentence stops at its length limit (`max_len`, as in `greedy_decode`), or once K
+    hypotheses have finished and no live one can beat the best finished (early_stopping=True)
+    or the worst of the K finished (False): log P only falls as a hypothesis grows, so no live
+    hypothesis can score above max_live log P / lp(limit), and stopping there loses nothing.
+    docs/training.md (Decoding) says why, and how this differs from Hugging Face's stopping.
+    Scores are summed in float64.
     """
     src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
     beam_size = checked_integer("beam_size", beam_size, 1)

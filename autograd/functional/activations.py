@@ -25,10 +25,8 @@ _SATURATED = 100.0  # beyond |x| = 100 both Φ and tanh u equal 0 or 1 to the la
 
 
 class ReLU(Function):
-    """max(x, 0). VJP: g where x > 0, else 0 (also at the kink x = 0, as PyTorch): g times the
-    0/1 mask [x > 0], saved as booleans. (np.maximum and a product with the mask run about ten
-    times faster than np.where on large float32 arrays; the product turns an infinite g at a
-    masked entry into NaN instead of 0, in a step whose gradients have overflowed anyway.)"""
+    """max(x, 0). VJP: g ⊙ [x > 0], so g where x > 0, else 0 (also at the kink x = 0, as
+    PyTorch)."""
 
     def forward(self, x):
         self.save_for_backward(x > 0)

@@ -32,10 +32,8 @@ class Embedding(Function):
     """Fused lookup. Forward: out[t] = W[ids[t]]. Backward: ∂L/∂W[i] = Σ_{t : ids[t] = i} g[t].
 
     A repeated id must add up its gradients, so the VJP cannot assign `grad[ids] = g` (the last
-    write would win); it uses np.add.at, NumPy's unbuffered scatter-add, which is the clearest
-    way to say "add each row of g to row ids[t]" (sorting + np.add.reduceat is faster on
-    old NumPy, but np.add.at is fast since NumPy 1.25 and reads like the formula).
-    ids is a keyword (integers, not differentiable).
+    write would win); np.add.at, NumPy's unbuffered scatter-add, says "add each row of g to row
+    ids[t]". ids is a keyword (integers, not differentiable).
     """
 
     def forward(self, weight, ids):
