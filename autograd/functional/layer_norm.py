@@ -22,7 +22,7 @@ sqrt, div, add) and lets autograd find the gradient. The tests check that both a
 import numpy as np
 
 from autograd import ops
-from autograd.engine import Function
+from autograd.engine import Function, is_composite
 
 VARIANTS = ("thesis", "torch")
 
@@ -31,28 +31,35 @@ def layer_norm(x, gamma, beta, eps=1e-6, variant="thesis"):
     """γ (z − μ)/D + β over the last axis, as a fused primitive (thesis eq. (2)).
 
     x: (..., d); gamma, beta: (d,). Returns (..., d) in x's dtype. `variant` picks D: "thesis"
-    σ + ε, "torch" √(σ² + ε) (see the module docstring).
+    σ + ε, "torch" √(σ² + ε) (see the module docstring). Under `autograd.composite()`:
+    `layer_norm_composite`.
     """
+    if is_composite():
+        return layer_norm_composite(x, gamma, beta, eps, variant)
     _check_arguments(x, gamma, beta, variant)
     return LayerNorm.apply(x, gamma, beta, eps=eps, variant=variant)
 
 
 def layer_norm_composite(x, gamma, beta, eps=1e-6, variant="thesis"):
-    """The same function as `layer_norm`, built from primitives; autograd derives its gradient.
-
-    One difference at a single point: for a constant row (σ = 0) of the "thesis" variant the
-    backward of √ at 0 is 1/0, so this version's gradient is not finite there, while the fused
-    one returns the exact derivative (see `LayerNorm`).
-    """
+    """The same function as `layer_norm`, built from primitives; autograd derives its gradient."""
     _check_arguments(x, gamma, beta, variant)
     mu = ops.mean(x, axis=-1, keepdims=True)
     centred = x - mu
     variance = ops.mean(centred * centred, axis=-1, keepdims=True)
     if variant == "thesis":
-        denominator = ops.sqrt(variance) + float(eps)
+        denominator = _standard_deviation(variance) + float(eps)
     else:
         denominator = ops.sqrt(variance + float(eps))
     return gamma * (centred / denominator) + beta
+
+
+def _standard_deviation(variance):
+    """σ = √(σ²), whose derivative is 0 instead of 1/0 at a constant row (σ² = 0). The output
+    depends on σ only through (z − μ)/(σ + ε), and z − μ = 0 there, so 0 is the exact
+    derivative of the output, as in the fused `LayerNorm`. (√ is taken of 1 at those rows and
+    the result replaced by 0: no infinite derivative ever enters the product.)"""
+    constant = variance.data == 0
+    return ops.where(constant, 0.0, ops.sqrt(ops.masked_fill(variance, constant, 1.0)))
 
 
 class LayerNorm(Function):

@@ -6,23 +6,19 @@ leading axes), and the rows of G = ∂L/∂y the same way,
 
     Y = X W + 1 bᵀ,       ∂L/∂X = G Wᵀ,      ∂L/∂W = Xᵀ G,      ∂L/∂b = 1ᵀ G  (the column sums of G)
 
-`linear_composite` computes the same with the engine's broadcasting `@` and `+`. Its VJP for W
-forms one d_in × d_out product per matrix of the batch and then sums them (`unbroadcast`):
-batch × d_in × d_out floats of temporaries (40 MB for the projection of the default training
-run, 130 MB for the thesis's) and many small products. The fused `Linear` computes Xᵀ G as one
-product of 2-D arrays, which BLAS runs at full speed, and G Wᵀ the same way; it is also one op
-where the composite is two.
-
-The forward pass is NumPy's batched `x @ W`, as in the composite, so outputs are the same bit
-for bit. (One product on the stacked rows would be faster still, but BLAS rounds a row's dot
-products differently depending on how many rows share the call, and decoding relies on a
-sentence getting the same scores whether it is decoded alone, in a batch or under a beam.)
+`linear_composite` computes the same with the engine's broadcasting `@` and `+`, and lets
+autograd derive the VJPs; the fused `Linear` computes ∂L/∂W = Xᵀ G as one product of 2-D
+arrays. Both compute the forward pass as NumPy's batched `x @ W`, so their outputs are the same
+bit for bit. (docs/performance.md says why each is written so.)
 """
-from autograd.engine import Function, as_tensor
+from autograd.engine import Function, as_tensor, is_composite
 
 
 def linear(x, weight, bias=None):
-    """x W + b over the last axis of x, fused: (..., d_in) → (..., d_out). `bias` may be None."""
+    """x W + b over the last axis of x, fused: (..., d_in) → (..., d_out). `bias` may be None.
+    Under `autograd.composite()`: `linear_composite`."""
+    if is_composite():
+        return linear_composite(x, weight, bias)
     x = as_tensor(x)
     if bias is None:
         return Linear.apply(x, weight)

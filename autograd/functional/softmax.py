@@ -18,7 +18,7 @@ instead, every exp is 0, the sum of 0 is replaced by 1, and the row comes out as
 """
 import numpy as np
 
-from autograd.engine import Function, as_tensor
+from autograd.engine import Function, as_tensor, is_composite
 from autograd.ops import masked_fill
 
 
@@ -90,7 +90,10 @@ class LogSoftmax(Function):
 
 
 def softmax(x, axis=-1):
-    """Thesis eq. (8) along `axis`, fused: the hand-derived VJP s ⊙ (g − ⟨g, s⟩)."""
+    """Thesis eq. (8) along `axis`, fused: the hand-derived VJP s ⊙ (g − ⟨g, s⟩).
+    Under `autograd.composite()`: `softmax_composite`."""
+    if is_composite():
+        return softmax_composite(x, axis)
     return Softmax.apply(as_tensor(x), axis=axis)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 import autograd.functional as F
 from autograd import masked_fill
-from autograd.engine import Function, as_tensor
+from autograd.engine import Function, as_tensor, is_composite
 from autograd.functional.softmax import softmax_array, softmax_vjp
 from autograd.ops import unbroadcast
 from numpy_transformer.masks import boolean_mask
@@ -36,14 +36,17 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
     As in Figure 6 it acts after the scaling: masked scores become −∞ (adding the thesis's M),
     so their weights are exactly 0. A query with every key masked gets zero weights and a zero
     output, not NaN. `dropout` (a callable such as a Dropout module) acts on the weights
-    before they multiply V; the returned weights are the ones before dropout.
+    before they multiply V; the returned weights are the ones before dropout. The weights come
+    from the fused `AttentionWeights`, or under `autograd.composite()` from
+    `attention_weights_composite`.
 
     output: (..., n_q, d_v); weights: (..., n_q, n_k), each unmasked row summing to 1.
     """
     q, k, v = as_tensor(q), as_tensor(k), as_tensor(v)
     scores_shape = _check_shapes(q.shape, k.shape, v.shape)
     allowed = None if mask is None else _check_mask(mask, scores_shape)
-    weights = AttentionWeights.apply(q, k, allowed=allowed)
+    weights = attention_weights_composite(q, k, allowed) if is_composite() else \
+        AttentionWeights.apply(q, k, allowed=allowed)
     attended = weights if dropout is None else dropout(weights)
     return attended @ v, weights
 

@@ -35,6 +35,7 @@ import autograd.functional as F
 from autograd import masked_fill, where
 from autograd.checks import checked_integer
 from autograd.engine import Function
+from autograd.functional.softmax import softmax_array
 from autograd.ops import unbroadcast
 from numpy_transformer.attention.checks import checked_key_padding, checked_qkv
 from numpy_transformer.attention.patterns import checked_tokens
@@ -100,7 +101,7 @@ class BandAttention(Function):
         for m, k_o in enumerate(self._shifted(k)):
             scores[..., m] = np.einsum("...nd,...nd->...n", q, k_o)
         scores[..., w:] = q @ np.swapaxes(k[..., tokens, :], -1, -2)
-        weights = F.softmax(np.where(allowed, scores * self.scale, -np.inf)).data   # fully masked row: zeros
+        weights = softmax_array(np.where(allowed, scores * self.scale, -np.inf))   # fully masked row: zeros
         out = weights[..., w:] @ v[..., tokens, :]
         for m, v_o in enumerate(self._shifted(v)):
             out += weights[..., m, None] * v_o
