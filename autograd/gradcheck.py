@@ -8,9 +8,15 @@ Small problems compare whole Jacobians: the numerical one column by column (two 
 f per input entry), the analytic one row by row (one backward pass per output entry). Large ones
 compare random projections: for random u (output-shaped) and v (input-shaped), the analytic
 ⟨∇ₓ⟨u, f⟩, v⟩ against the numerical (⟨u, f(x + h v)⟩ − ⟨u, f(x − h v)⟩) / 2h.
+
+An entry passes when |analytic − numerical| ≤ atol + rtol · |numerical|. A check that cannot
+fail is refused: a NaN or infinite entry on either side fails (NaN compares false with
+everything, so it would otherwise pass unseen), inputs must be finite, h > 0, and the
+tolerances lie in [0, 1) (with rtol ≥ 1 a zero gradient would pass against any numerical one).
 """
 import numpy as np
 
+from autograd.checks import checked_number
 from autograd.engine import Tensor, no_grad
 
 
@@ -27,6 +33,9 @@ def gradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-4, mode="auto", num_proj
     `max_jacobian_entries`). Returns True or raises GradcheckError reporting the worst entry.
     """
     checked = _checked_inputs(inputs)
+    eps = checked_number("gradcheck: eps (the step h)", eps, low=0, low_open=True)
+    atol, rtol = (checked_number(f"gradcheck: {name}", value, 0, 1, high_open=True)
+                  for name, value in (("atol", atol), ("rtol", rtol)))
     out = fn(*inputs)
     if not isinstance(out, Tensor):
         raise TypeError(f"gradcheck: fn must return a Tensor, got {type(out).__name__}")
@@ -57,6 +66,10 @@ def _checked_inputs(inputs):
         if inputs[i].dtype != np.float64:
             raise TypeError(f"gradcheck: input {i} is {inputs[i].dtype}; finite differences need float64 "
                             f"(pass Tensor(x.astype(np.float64), requires_grad=True))")
+        bad = np.argwhere(~np.isfinite(inputs[i].data))
+        if len(bad):
+            raise ValueError(f"gradcheck: input {i} has the non-finite value {inputs[i].data[tuple(bad[0])]} at entry "
+                             f"{tuple(int(k) for k in bad[0])}; no gradient can be checked there")
     return checked
 
 
@@ -86,8 +99,9 @@ def _check_jacobians(fn, inputs, checked, eps, atol, rtol):
     for i in checked:
         analytic = analytic_jacobian(fn, inputs, i)
         numerical = numerical_jacobian(fn, inputs, i, eps)
-        error = np.abs(analytic - numerical)
-        excess = error - (atol + rtol * np.abs(numerical))
+        finite = np.isfinite(analytic) & np.isfinite(numerical)
+        excess = np.full(analytic.shape, np.inf)                      # a non-finite entry fails
+        excess[finite] = np.abs(analytic - numerical)[finite] - (atol + rtol * np.abs(numerical[finite]))
         worst = np.unravel_index(np.argmax(excess), excess.shape)
         if excess[worst] > 0:
             out_entry = tuple(int(k) for k in np.unravel_index(worst[0], fn(*inputs).shape))
@@ -109,7 +123,7 @@ def _check_projection(fn, inputs, checked, eps, atol, rtol, rng):
         v = rng.standard_normal(x.shape)
         analytic = 0.0 if x.grad is None else float(np.sum(x.grad * v))
         numerical = float(np.sum(u * _central_difference(fn, inputs, x, v, eps).reshape(out.shape)))
-        if abs(analytic - numerical) > atol + rtol * abs(numerical):
+        if not abs(analytic - numerical) <= atol + rtol * abs(numerical):    # a NaN fails too
             raise GradcheckError(_report(f"input {i} {x.shape} along a random direction",
                                          analytic, numerical, atol, rtol))
 
@@ -133,6 +147,7 @@ def _unit(shape, flat_index):
 
 
 def _report(where, analytic, numerical, atol, rtol):
+    analytic, numerical = float(analytic), float(numerical)
     error = abs(analytic - numerical)
     relative = error / max(abs(numerical), 1e-300)
     return (f"gradient check failed for {where}: analytic {analytic:.6g}, numerical {numerical:.6g}, "
