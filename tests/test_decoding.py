@@ -251,7 +251,7 @@ def test_a_beam_as_wide_as_every_step_s_candidates_is_exact_search(alpha):
                                 early_stopping=False, n_best=4)[0]
     assert [h.tokens for h in n_best] == [[t for t in sentences[i] if t != EOS] for i in best]
     np.testing.assert_allclose([h.score for h in n_best], scores[best], rtol=0, atol=1e-12)
-    assert n_best[0].score >= greedy_scores(model, src, alpha, max_len=3)[0]
+    assert n_best[0].score >= greedy_scores(model, src, alpha, max_len=3)[0] - 1e-12   # sums in another order: 1 ulp
 
 
 def test_beam_search_finds_the_most_probable_sentence_that_greedy_decoding_misses():
