@@ -211,6 +211,10 @@ class TransformerConfig(JsonConfig):
                 attention_options(kind, options_for(kind, self.attention_options))
             except ValueError as error:
                 self.fail(str(error))
+        for name in ("window", "n_features", "k_proj"):
+            if self.attention_options.get(name, 0) > 4 * self.max_len:
+                self.fail(f"attention option {name}={self.attention_options[name]} is more than 4 × max_len="
+                          f"{self.max_len}: a sequence has at most max_len tokens")
 
     def _check_sizes_fit(self):
         if self.d_model % self.n_heads:

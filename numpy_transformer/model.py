@@ -15,6 +15,8 @@ whose stacks end with one more LayerNorm. Every hyper-parameter comes from a
 
     from numpy_transformer.model import Transformer, TransformerConfig
 """
+import numpy as np
+
 import autograd.functional as F
 from autograd.checks import checked_integer, checked_token_ids
 from numpy_transformer.attention import MultiHeadAttention
@@ -191,6 +193,11 @@ class Transformer(Module):
 
     def __init__(self, config, rng):
         super().__init__()
+        if not isinstance(config, TransformerConfig):
+            raise TypeError(f"Transformer: config must be a TransformerConfig, got {type(config).__name__}")
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"Transformer: rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
+                            f"got {type(rng).__name__}")
         self.config = config
         src_embedding = Embedding(config.src_vocab_size, config.d_model, rng, dtype=config.dtype)
         tgt_embedding = src_embedding if config.share_source_embedding else \

@@ -133,7 +133,7 @@ def test_a_crash_while_writing_a_checkpoint_leaves_the_previous_one_whole(tmp_pa
     loaded = load_checkpoint(run.directory)
     assert loaded.step == 3
     assert_same_weights(weights(loaded.model), before)
-    assert sorted(p.name for p in run.directory.iterdir() if p.name.startswith(".")) == []   # no temporary left
+    assert sorted(p.name for p in run.directory.iterdir() if p.name.endswith(".tmp")) == []   # no temporary left
 
 
 def test_atomic_write_replaces_the_file_only_when_the_new_one_is_complete(tmp_path, monkeypatch):

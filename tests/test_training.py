@@ -132,7 +132,7 @@ def test_a_diverging_run_stops_with_a_message_naming_the_learning_rate(tmp_path)
     (dict(steps=None), "either steps or epochs"),
     (dict(steps=10, epochs=2), "either steps or epochs"),
     (dict(schedule="cosine"), "schedule must be one of"),
-    (dict(lr=-1.0), "lr must be a number > 0"),
+    (dict(lr=-1.0), r"lr must be a number in \(0, 1\]"),
     (dict(betas=(0.9, 1.5)), "betas must be a pair"),
     (dict(label_smoothing=1.0), "label_smoothing"),
 ])

@@ -101,6 +101,9 @@ def sentence_ids(model, src_tokenizer, tgt_tokenizer, source, target=None):
             output = greedy_decode(model, src_ids[None], tgt_tokenizer.sos_id, tgt_tokenizer.eos_id)[0]
     else:
         output = tgt_tokenizer.encode(target)
+        if len(output) + 1 > model.config.max_len:
+            raise ValueError(f"the target has {len(output) + 1} tokens with [SOS], more than the model's "
+                             f"max_len={model.config.max_len}")
     return src_ids, np.array([tgt_tokenizer.sos_id, *output][:model.config.max_len], dtype=np.int64)
 
 

@@ -12,10 +12,12 @@ imports no NumPy: BLAS reads its thread count once, when NumPy loads, so `main` 
 `--threads` first and each command imports what it needs when it runs.
 
 A bad input (a missing or damaged checkpoint, an unreadable data file, an unknown language pair,
-an unreachable corpus, a sentence longer than the model's maximum length) prints one line
-`numpy-transformer COMMAND: error: …` and exits with status 1, without a traceback.
+an unreachable corpus, a sentence longer than the model's maximum length) and a fault of the
+machine (a full disk, a folder that cannot be written, too little memory) print one line
+`numpy-transformer COMMAND: error: …` and exit with status 1, without a traceback.
 """
 import argparse
+import errno
 import os
 import sys
 
@@ -71,9 +73,38 @@ def main(argv=None):
 
     try:
         return args.run(args)
-    except (CheckpointError, DataUnavailableError, ValueError, FileNotFoundError) as error:
-        print(f"numpy-transformer {args.command}: error: {error}", file=sys.stderr)
-        return EXIT_ERROR
+    except (CheckpointError, DataUnavailableError, ValueError) as error:
+        return report_error(args.command, error)
+    except OSError as error:
+        return report_error(args.command, os_error_message(error))
+    except MemoryError:
+        return report_error(args.command, "not enough memory: choose smaller sizes (--d-model, --d-ff, --batch-size, "
+                                          "--max-len) or fewer threads; the last checkpoint saved is kept")
     except KeyboardInterrupt:
         print(f"numpy-transformer {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def report_error(command, message):
+    print(f"numpy-transformer {command}: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+OS_ERROR_ADVICE = {
+    errno.ENOSPC: "the disk is full: free some space, or choose a folder on another disk",
+    errno.EDQUOT: "the disk quota is used up: free some space, or choose another folder",
+    errno.EROFS: "the file system is read-only: choose a folder you can write to",
+    errno.EACCES: "permission denied: choose a folder you can write to",
+    errno.EPERM: "not permitted: choose a folder you can write to",
+    errno.ENOTDIR: "a part of this path is a file, not a folder",
+    errno.EISDIR: "this is a folder, not a file",
+    errno.ENOENT: "no such file or folder",
+}
+
+
+def os_error_message(error):
+    """One sentence for an OSError: the path, what went wrong, what to do; files written
+    atomically (checkpoints among them) keep their previous version."""
+    where = f"{error.filename}: " if error.filename else ""
+    advice = OS_ERROR_ADVICE.get(error.errno, error.strerror or str(error))
+    return f"{where}{advice} (files written before are kept whole)"

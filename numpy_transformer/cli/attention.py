@@ -11,7 +11,7 @@ reads its own greedy translation.
 """
 from pathlib import Path
 
-from numpy_transformer.cli.common import add_threads_argument, non_negative_integer
+from numpy_transformer.cli.common import add_threads_argument, non_negative_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -53,10 +53,13 @@ def command(args):
     from numpy_transformer.analysis.spectra import draw_spectra
     from numpy_transformer.training.checkpoint import load_checkpoint
 
-    checkpoint = load_checkpoint(args.checkpoint)
-    capture = capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, args.sentence,
-                               args.target)
+    sentence, target = utf8_lines([args.sentence, args.target or ""], "argument")
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} is a file, not a folder: choose a folder with --out")
+    checkpoint = load_checkpoint(args.checkpoint)
+    capture = capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, sentence,
+                               target or None)
     paths = draw_capture(capture, out, args.format) + [draw_spectra(capture, out / f"spectra.{args.format}")]
     capture.save(out / "attention.npz")
     print(f"source: {' '.join(capture.src_tokens)}")

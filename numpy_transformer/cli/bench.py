@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, non_negative_integer, positive_integer
+from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, non_negative_integer, positive_integer, thread_count
 
 
 def add_parser(commands):
@@ -39,7 +39,7 @@ def add_parser(commands):
 
 
 def _add_threads_argument(parser, what="threads of BLAS and of PyTorch"):
-    parser.add_argument("--threads", "--blas-threads", dest="blas_threads", type=positive_integer, default=1,
+    parser.add_argument("--threads", "--blas-threads", dest="blas_threads", type=thread_count, default=1,
                         help=f"{what} (default 1: stable figures on a shared machine)")
 
 

@@ -6,6 +6,8 @@ argparse types import the checks of `autograd.checks` when they run, after it is
 """
 import argparse
 import json
+import os
+import sys
 
 EXIT_ERROR, EXIT_INTERRUPTED = 1, 130
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -14,6 +16,13 @@ BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THR
 def positive_integer(text):
     """argparse type: an integer ≥ 1."""
     return _checked(text, int, lambda checks, value: checks.checked_integer("the value", value, low=1))
+
+
+def thread_count(text):
+    """argparse type: an integer from 1 to the number of processors."""
+    cores = os.cpu_count() or 1
+    return _checked(text, int, lambda checks, value: checks.checked_integer(
+        f"the value (this machine has {cores} processors)", value, low=1, high=cores))
 
 
 def non_negative_integer(text):
@@ -54,7 +63,7 @@ def add_decoding_arguments(parser, what):
 
 
 def add_threads_argument(parser):
-    parser.add_argument("--threads", type=positive_integer, default=1,
+    parser.add_argument("--threads", type=thread_count, default=1,
                         help="BLAS threads (default 1: small matrices gain little from more, and "
                              "threads waiting for a busy CPU slow training down several times)")
 
@@ -64,3 +73,22 @@ def add_common_arguments(parser):
     parser.add_argument("--cache-dir", help="where datasets keeps its copies (default HF_DATASETS_CACHE)")
     add_threads_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no lines per validation")
+
+
+def utf8_lines(texts, what):
+    """`texts` (command-line arguments or lines), each checked to be valid UTF-8: Python hands
+    undecodable bytes over as lone surrogates, which the tokenizers cannot read."""
+    for number, text in enumerate(texts, start=1):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{what} {number} is not valid UTF-8 text ({text.encode('utf-8', 'surrogateescape')!r}): "
+                             f"convert it to UTF-8 first (e.g. iconv -f latin1 -t utf-8)") from None
+    return list(texts)
+
+
+def standard_input_lines():
+    """The lines of standard input, read as UTF-8 (a ValueError naming the line otherwise)."""
+    binary = getattr(sys.stdin, "buffer", None)          # None: a text stream put in its place
+    text = binary.read().decode("utf-8", "surrogateescape") if binary is not None else sys.stdin.read()
+    return utf8_lines(text.splitlines(), "line")

@@ -91,9 +91,7 @@ def add_parser(commands):
 def command(args):
     """Train (or resume) the run in --out, evaluate it on the test split, write metrics.json."""
     from numpy_transformer.training.configs import resolve
-    from numpy_transformer.training.files import atomic_write_text
-    from numpy_transformer.training.loop import format_seconds
-    from numpy_transformer.training.run import METRICS_FILE, Run
+    from numpy_transformer.training.run import Run
 
     started = time.perf_counter()
     report = None if args.quiet else print
@@ -104,6 +102,16 @@ def command(args):
     else:
         run = Run.new(args.out, *resolve(args.preset or "default", model, training, data), overwrite=args.overwrite,
                       **options)
+    with run:                                   # the folder stays locked until the metrics are written
+        return train_and_evaluate(run, args, started)
+
+
+def train_and_evaluate(run, args, started):
+    """Train the run, print and save its scores on the test split; the exit status."""
+    from numpy_transformer.training.files import atomic_write_text
+    from numpy_transformer.training.loop import format_seconds
+    from numpy_transformer.training.run import METRICS_FILE
+
     print("\n".join(run.data.summary() + [model_line(run), training_line(run)]))
     result = run.train()
     if result.interrupted:
@@ -123,6 +131,8 @@ def command(args):
 
 def overrides(args):
     """(model, training, data) dicts of the fields the flags set (flags left out set nothing)."""
+    if args.resume and args.overwrite:
+        raise ValueError("give --resume (continue the run in --out) or --overwrite (start it again), not both")
     given = {name: value for name, value in vars(args).items() if value is not None}
     model, training, data = ({name.split(".", 1)[1]: value for name, value in given.items()
                               if name.startswith(prefix + ".")} for prefix in ("model", "training", "data"))

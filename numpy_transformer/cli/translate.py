@@ -4,7 +4,7 @@
 """
 import sys
 
-from numpy_transformer.cli.common import add_common_arguments, add_decoding_arguments
+from numpy_transformer.cli.common import add_common_arguments, add_decoding_arguments, standard_input_lines, utf8_lines
 
 
 def add_parser(commands):
@@ -24,7 +24,7 @@ def command(args):
     from numpy_transformer.translation import too_long, translate, with_specials
 
     checkpoint = load_checkpoint(args.checkpoint)
-    sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
+    sentences = utf8_lines(args.sentences, "sentence") if args.sentences else standard_input_lines()
     if not any(sentence.strip() for sentence in sentences):
         raise ValueError("nothing to translate: give sentences as arguments or as lines on standard input")
     src, tgt, model = checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, checkpoint.model

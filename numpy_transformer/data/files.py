@@ -57,6 +57,8 @@ def _read(path, cache_dir):
         raise ValueError(f"{path}: unknown format {path.suffix!r}; use one of {', '.join(FORMATS)}")
     if path.stat().st_size == 0:
         raise ValueError(f"{path}: the file is empty")
+    if path.suffix.lower() != ".parquet":
+        _check_utf8(path)
     import datasets
 
     builder, options = FORMATS[path.suffix.lower()]
@@ -68,6 +70,17 @@ def _read(path, cache_dir):
     if len(table) == 0:
         raise ValueError(f"{path}: the file has no rows")
     return table
+
+
+def _check_utf8(path):
+    """A ValueError naming the file and the first line that is not UTF-8 text."""
+    with open(path, "rb") as file:
+        for number, line in enumerate(file, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{path}: line {number} is not UTF-8 text ({error.reason} at byte {error.start} "
+                                 f"of the line): convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
 
 
 def _check_translation_languages(path, table, languages):

@@ -90,6 +90,7 @@ def load_checkpoint(directory):
     tokenizers = tuple(_read_tokenizer(directory, language) for language in configs["data"].languages)
     _check_vocabularies(directory, configs["model"], tokenizers)
     weights, optimizer_state, state = _read_archive(directory / ARCHIVE)
+    _check_finite(directory / ARCHIVE, weights)
     model = Transformer(configs["model"], np.random.default_rng(configs["training"].seed))
     try:
         model.load_state_dict(weights)
@@ -100,7 +101,16 @@ def load_checkpoint(directory):
                       optimizer_state, state)
 
 
+def _check_finite(path, weights):
+    for name, array in weights.items():
+        if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+            raise CheckpointError(f"{path}: the weights of {name} are not all finite (NaN or infinite): the run that "
+                                  f"saved them had diverged; train again, or restore an earlier copy")
+
+
 def _check_complete(directory):
+    if directory.is_file():
+        raise CheckpointError(f"{directory} is a file: --checkpoint takes the folder that holds it, {directory.parent}")
     if not directory.is_dir():
         raise CheckpointError(f"no checkpoint at {directory}: the folder does not exist "
                               f"(train a model there with: numpy-transformer train --out {directory})")

@@ -13,6 +13,9 @@ the same train / validation / test split from it (same corpus, same seed).
 """
 import dataclasses
 import math
+import os
+
+import numpy as np
 
 from autograd.checks import checked_integer, checked_number, is_number
 from autograd.optim import warmup_schedule
@@ -21,6 +24,7 @@ from numpy_transformer.data import DATASET_NAMES
 from numpy_transformer.data.batching import POLICIES
 from numpy_transformer.data.corpus import SUBSET_MODES
 from numpy_transformer.data.opus import parse_pair
+from numpy_transformer.model import analytic_parameter_count
 from numpy_transformer.training.presets import get_preset
 
 SCHEDULES = ("warmup", "constant")
@@ -41,6 +45,8 @@ class DataConfig(JsonConfig):
     | max_len        | longest sentence in tokens, [SOS]/[EOS] included; the model's max_len    |
     | length_policy  | "drop" the longer pairs, or "truncate" them                              |
     | min_frequency  | a word enters the vocabulary when seen this often in training (2)        |
+    | fingerprint    | {"pairs": N, "sha256": …} of the corpus's pairs, set by the run that     |
+    |                | trained on them: `evaluate` and `--resume` refuse other data             |
     """
 
     dataset: str = "builtin"
@@ -52,6 +58,7 @@ class DataConfig(JsonConfig):
     max_len: int = 64
     length_policy: str = "drop"
     min_frequency: int = 2
+    fingerprint: dict = None
 
     def validate(self):
         if not isinstance(self.dataset, str) or not self.dataset:
@@ -64,6 +71,9 @@ class DataConfig(JsonConfig):
         self.check(checked_integer, "max_len", 3)
         self.check_choice("length_policy", POLICIES)
         self.check(checked_integer, "min_frequency", 1)
+        if self.fingerprint is not None and not (isinstance(self.fingerprint, dict)
+                                                 and set(self.fingerprint) == {"pairs", "sha256"}):
+            self.fail(f"fingerprint must be None or {{\"pairs\": N, \"sha256\": …}}, got {self.fingerprint!r}")
 
     @property
     def languages(self):
@@ -82,9 +92,9 @@ class TrainingConfig(JsonConfig):
     | epochs           | passes over the training pairs (the thesis trains 20), when steps=None  |
     | schedule         | "warmup": d^-0.5 · factor · min(t^-0.5, t · warmup^-1.5) (Vaswani et    |
     |                  | al. 2017, §5.3); "constant": `lr` at every step (the thesis's runs)     |
-    | lr               | the constant learning rate                                              |
+    | lr               | the constant learning rate, in (0, 1]                                   |
     | warmup_steps     | the steps of the warm-up's linear rise                                  |
-    | lr_factor        | the warm-up schedule's factor                                           |
+    | lr_factor        | the warm-up schedule's factor, in (0, 100]                              |
     | betas, eps       | Adam's (0.9, 0.98) and 1e-9, as the paper                               |
     | label_smoothing  | ε_ls of the cross-entropy, 0.1 as the paper                             |
     | clip_norm        | the largest global gradient norm (None: no clipping)                    |
@@ -125,9 +135,9 @@ class TrainingConfig(JsonConfig):
         self.check(checked_integer, "steps", 1, optional=True)
         self.check(checked_number, "epochs", 0, low_open=True, optional=True)
         self.check_choice("schedule", SCHEDULES)
-        self.check(checked_number, "lr", 0, low_open=True)
+        self.check(checked_number, "lr", 0, 1, low_open=True)
         self.check(checked_integer, "warmup_steps", 1)
-        self.check(checked_number, "lr_factor", 0, low_open=True)
+        self.check(checked_number, "lr_factor", 0, 100, low_open=True)
         if not (isinstance(self.betas, tuple) and len(self.betas) == 2
                 and all(is_number(b) and 0 <= b < 1 for b in self.betas)):
             self.fail(f"betas must be a pair of numbers in [0, 1), got {self.betas!r}")
@@ -168,6 +178,19 @@ def model_config(model_fields, src_vocab_size, tgt_vocab_size, pad_id, max_len):
     """The TransformerConfig of a run: its fields, the vocabularies' sizes, the [PAD] id, and the
     longest sentence as the positional table's length."""
     try:
-        return TransformerConfig(src_vocab_size, tgt_vocab_size, pad_id=pad_id, max_len=max_len, **model_fields)
+        config = TransformerConfig(src_vocab_size, tgt_vocab_size, pad_id=pad_id, max_len=max_len, **model_fields)
     except TypeError as error:
         raise ValueError(f"TransformerConfig: {error}") from None
+    check_fits_in_memory(config)
+    return config
+
+
+def check_fits_in_memory(config):
+    """A ValueError when the weights, their gradients and Adam's two moments (four arrays of the
+    parameters' size) alone would take more than this machine's memory."""
+    needed = 4 * analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
+    if memory and needed > memory:
+        raise ValueError(f"the model would need {needed / 2**30:,.1f} GiB for its weights, gradients and Adam's "
+                         f"moments, more than this machine's {memory / 2**30:,.1f} GiB: choose a smaller --d-model, "
+                         f"--d-ff or number of layers")

@@ -16,8 +16,9 @@ one generator, the order of the batches from another (`run_generators`). The loo
 each checkpoint, so that N steps, a checkpoint, a resume and N more steps give the weights and
 losses of 2N steps in one go, bit for bit.
 
-Ctrl-C. While `train` runs, the first Ctrl-C asks the loop to stop after the current step and
-save a checkpoint; a second one interrupts at once. A `KeyboardInterrupt` raised inside a step
+Ctrl-C. While `train` runs, the first Ctrl-C (or SIGTERM, what a scheduler or `kill` sends)
+asks the loop to stop after the current step and save a checkpoint; a second one interrupts at
+once. A `KeyboardInterrupt` raised inside a step
 (by a callback, or the second Ctrl-C) still saves the last completed step, unless it struck
 during the parameter update itself, which would leave the weights half-updated.
 """
@@ -295,26 +296,36 @@ class Trainer:
             self.report = report
 
 
+STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+
+
 @contextlib.contextmanager
 def _stop_on_first_interrupt(trainer):
-    """While training: the first SIGINT (Ctrl-C) sets trainer.stop_requested, so the loop ends
-    after the step under way and saves; a second one raises KeyboardInterrupt as usual. Only the
-    main thread can install signal handlers; elsewhere Ctrl-C keeps its default behaviour."""
+    """While training: the first SIGINT (Ctrl-C) or SIGTERM sets trainer.stop_requested, so the
+    loop ends after the step under way and saves; a second one acts as it would without the
+    loop (Ctrl-C raises KeyboardInterrupt, SIGTERM ends the process). Only the main thread can
+    install signal handlers; elsewhere both keep their default behaviour."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def request_stop(signum, frame):
         trainer.stop_requested = True
-        signal.signal(signal.SIGINT, previous)
+        restore()
         if trainer.report is not None:
-            trainer.report("Ctrl-C: stopping after this step and saving a checkpoint (Ctrl-C again to stop at once)")
+            trainer.report(f"{STOP_SIGNALS[signum]}: stopping after this step and saving a checkpoint "
+                           f"({STOP_SIGNALS[signum]} again to stop at once)")
 
-    previous = signal.signal(signal.SIGINT, request_stop) or signal.default_int_handler
+    previous = {number: signal.signal(number, request_stop) for number in STOP_SIGNALS}
+
+    def restore():
+        for number, handler in previous.items():
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        restore()
 
 
 def format_seconds(seconds):

@@ -11,7 +11,8 @@ Nothing is written before the data, the tokenizers and the configuration are kno
 so a bad input leaves no folder behind.
 """
 import dataclasses
-import shutil
+import hashlib
+import itertools
 from pathlib import Path
 
 from numpy_transformer.training.checkpoint import ARCHIVE, CONFIG_FILES, CheckpointError, has_checkpoint, load_checkpoint, \
@@ -20,8 +21,9 @@ from numpy_transformer.data import encode_pairs, load_dataset_splits, train_toke
 from numpy_transformer.data.tokenizer import tokenizer_path
 from numpy_transformer.model import Transformer, count_parameters
 from numpy_transformer.training.configs import model_config
-from numpy_transformer.training.loop import Trainer, TrainingState, make_optimizer, run_generators
+from numpy_transformer.training.loop import Trainer, TrainingDiverged, TrainingState, make_optimizer, run_generators
 from numpy_transformer.training.metrics_log import MetricsLog, plot_loss_curve
+from numpy_transformer.training.run_folder import RunFolder
 
 LOG_FILE, FIGURE_FILE, METRICS_FILE = "log.jsonl", "loss.png", "metrics.json"
 # What may change when a run resumes: how long it goes on and how often it reports.
@@ -49,6 +51,41 @@ class PreparedData:
                 f"{unknown / max(total, 1):.1%} of the validation {splits.src_language} tokens are [UNK]"]
 
 
+def corpus_fingerprint(splits):
+    """{"pairs": N, "sha256": hex digest} of the pairs of the three splits, in order: what
+    tells a corpus from another, whether it came from a file, the Hub or the built-in grammar."""
+    pairs = list(itertools.chain(splits.train, splits.validation, splits.test))
+    digest = hashlib.sha256()
+    for pair in pairs:
+        digest.update(f"{pair.src}\t{pair.tgt}\n".encode("utf-8", "surrogateescape"))
+    return {"pairs": len(pairs), "sha256": digest.hexdigest()}
+
+
+def with_fingerprint(data_config, splits):
+    """The DataConfig a new run saves: a file's path made absolute, and the corpus's fingerprint."""
+    dataset = data_config.dataset
+    if Path(dataset).is_file():
+        dataset = str(Path(dataset).resolve())
+    return dataclasses.replace(data_config, dataset=dataset, fingerprint=corpus_fingerprint(splits))
+
+
+def check_same_data(data_config, splits):
+    """A ValueError unless `splits` are the pairs the run saved with `data_config` was trained
+    on (nothing to check for a run saved before fingerprints: None)."""
+    saved = data_config.fingerprint
+    if saved is None:
+        return
+    now = corpus_fingerprint(splits)
+    if now["pairs"] != saved["pairs"]:
+        change = f"it has {now['pairs']:,} pairs now, {saved['pairs']:,} when the run trained"
+    elif now["sha256"] != saved["sha256"]:
+        change = f"its {now['pairs']:,} pairs differ from those the run trained on (changed or reordered)"
+    else:
+        return
+    raise ValueError(f"{splits.source}: not the data this run was trained on: {change}. Restore the original "
+                     f"corpus ({data_config.dataset}), or train a new run on this one")
+
+
 def prepare_data(data_config, cache_dir=None, tokenizers=None, progress=True):
     """Load and split the corpus of `data_config`, train the tokenizers on its training split
     (or use the given (source, target) pair, as a resumed run does), and encode. progress:
@@ -58,9 +95,11 @@ def prepare_data(data_config, cache_dir=None, tokenizers=None, progress=True):
         datasets.disable_progress_bars()
     splits = load_dataset_splits(data_config.dataset, data_config.pair, data_config.subset, data_config.subset_mode,
                                  data_config.seed, data_config.n_pairs, cache_dir)
-    if not splits.train:
-        raise ValueError(f"{splits.source}: no training pairs (the corpus has {len(splits.validation) + len(splits.test)} "
-                         f"pairs; it needs at least 3)")
+    if not (splits.train and splits.validation and splits.test):
+        n = len(splits.train) + len(splits.validation) + len(splits.test)
+        raise ValueError(f"{splits.source}: {n} pairs are too few to split into training, validation and test pairs "
+                         f"(a run needs at least 3)")
+    check_same_data(data_config, splits)
     src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency)
     train, validation = (encode_pairs(pairs, src, tgt, data_config.max_len, data_config.length_policy)
                          for pairs in (splits.train, splits.validation))
@@ -70,24 +109,32 @@ def prepare_data(data_config, cache_dir=None, tokenizers=None, progress=True):
     return PreparedData(splits, src, tgt, train, validation if len(validation) else None)
 
 
-class Run:
-    """A run's folder and everything its training needs (see the module docstring)."""
+def run_file_names(languages):
+    """The files a run writes into its folder."""
+    return [ARCHIVE, *CONFIG_FILES.values(), LOG_FILE, FIGURE_FILE, METRICS_FILE,
+            *(tokenizer_path(Path(), language).name for language in languages)]
 
-    def __init__(self, directory, data, model, optimizer, configs, data_rng, state=None, progress=False,
+
+class Run:
+    """A run's folder and everything its training needs (see the module docstring). The folder
+    stays locked for this process until `close` (or the end of a `with Run.new(…) as run:`)."""
+
+    def __init__(self, folder, data, model, optimizer, configs, data_rng, state=None, progress=False,
                  report=print):
-        self.directory, self.data, self.model, self.optimizer, self.configs = Path(directory), data, model, optimizer, configs
+        self.folder, self.data, self.model, self.optimizer, self.configs = folder, data, model, optimizer, configs
+        self.directory = folder.directory
+        if folder.stale_lock_taken is not None and report is not None:
+            report(f"note: took over the lock of process {folder.stale_lock_taken}, which no longer runs")
         self.log = MetricsLog(self.directory / LOG_FILE)
         self.trainer = Trainer(model, optimizer, data.train, configs["training"], data_rng, data.validation, self.log,
                                self.save, progress, report, state)
 
     @classmethod
     def new(cls, directory, model_fields, training_config, data_config, cache_dir=None, overwrite=False, **options):
-        """A fresh run. A folder that already holds a checkpoint is refused unless `overwrite`
-        (then its run files are removed first, the checkpoint before anything else)."""
-        directory = Path(directory)
-        if has_checkpoint(directory) and not overwrite:
-            raise ValueError(f"{directory} already holds a trained model: continue it with --resume, start again "
-                             f"with --overwrite, or choose another folder with --out")
+        """A fresh run in `directory`: empty, missing, or an earlier run's folder (whose files are
+        replaced, which needs `overwrite` once it holds a checkpoint); see run_folder.py."""
+        folder = RunFolder(directory, run_file_names(data_config.languages))
+        folder.check_new(overwrite)
         data = prepare_data(data_config, cache_dir, progress=options.get("progress", False))
         config = model_config(model_fields, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size,
                               data.src_tokenizer.pad_id, data_config.max_len)
@@ -95,10 +142,9 @@ class Run:
             raise ValueError(f"the tokenizers' [PAD] ids differ ({config.pad_id} and {data.tgt_tokenizer.pad_id})")
         model_rng, data_rng = run_generators(training_config.seed)
         model = Transformer(config, model_rng)
-        configs = {"model": config, "training": training_config, "data": data_config}
-        _clear_run_files(directory, data_config.languages)
-        directory.mkdir(parents=True, exist_ok=True)
-        return cls(directory, data, model, make_optimizer(model, training_config), configs, data_rng, **options)
+        configs = {"model": config, "training": training_config, "data": with_fingerprint(data_config, data.splits)}
+        folder.claim(new=True, overwrite=overwrite)
+        return cls(folder, data, model, make_optimizer(model, training_config), configs, data_rng, **options)
 
     @classmethod
     def resume(cls, directory, training=None, cache_dir=None, **options):
@@ -106,20 +152,27 @@ class Run:
         new values of the RESUMABLE_FIELDS (a longer run: {"steps": 5000}); changing any other
         setting would not continue the same run, and is a ValueError."""
         checkpoint = load_checkpoint(directory)
+        folder = RunFolder(directory, run_file_names(checkpoint.data_config.languages))
         training_config = _resumed_training_config(checkpoint.training_config, training or {})
         data = prepare_data(checkpoint.data_config, cache_dir, (checkpoint.src_tokenizer, checkpoint.tgt_tokenizer),
                             options.get("progress", False))
         optimizer = make_optimizer(checkpoint.model, training_config)
+        folder.claim()
         try:
             optimizer.load_state_dict(checkpoint.optimizer_state)
             state = TrainingState.from_dict(checkpoint.state)
             _, data_rng = run_generators(training_config.seed)
-            run = cls(directory, data, checkpoint.model, optimizer,
+            run = cls(folder, data, checkpoint.model, optimizer,
                       {"model": checkpoint.model_config, "training": training_config, "data": checkpoint.data_config},
                       data_rng, state, **options)
         except (ValueError, TypeError, KeyError) as error:
+            folder.release()
             raise CheckpointError(f"{Path(directory) / ARCHIVE}: the saved training state does not fit this run "
                                   f"({error})") from None
+        if run.trainer.total_steps < state.step:
+            folder.release()
+            raise ValueError(f"{directory} is at step {state.step}, past the {run.trainer.total_steps} steps asked for: "
+                             f"give more steps (or epochs) to continue it")
         run.log.keep_until(state.step)
         return run
 
@@ -132,10 +185,27 @@ class Run:
                         (self.data.src_tokenizer, self.data.tgt_tokenizer))
 
     def train(self, callback=None):
-        """Train to the end (or Ctrl-C), then draw the loss curve. Returns a TrainingResult."""
-        result = self.trainer.train(callback)
+        """Train to the end (or Ctrl-C), then draw the loss curve. Returns a TrainingResult.
+        A new run that diverges (or runs out of memory) before its first checkpoint leaves
+        nothing behind."""
+        try:
+            result = self.trainer.train(callback)
+        except (TrainingDiverged, MemoryError):
+            if not has_checkpoint(self.directory):
+                self.folder.discard()
+            raise
         self.plot()
         return result
+
+    def close(self):
+        """Release the folder's lock."""
+        self.folder.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
 
     def plot(self):
         config = self.configs["model"]
@@ -152,15 +222,3 @@ def _resumed_training_config(saved, changes):
                          f"(only {', '.join(RESUMABLE_FIELDS)} may change). Start a new run with --out for those")
     length = {"steps": None, "epochs": None} if {"steps", "epochs"} & set(changes) else {}
     return dataclasses.replace(saved, **{**length, **changes})
-
-
-def _clear_run_files(directory, languages):
-    """Remove the files of an earlier run (overwrite): the checkpoint archive first, so the
-    folder never pairs the new configuration files with old weights."""
-    names = [ARCHIVE, *CONFIG_FILES.values(), LOG_FILE, FIGURE_FILE, METRICS_FILE]
-    paths = [directory / name for name in names] + [tokenizer_path(directory, language) for language in languages]
-    for path in paths:
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)

@@ -1,0 +1,169 @@
+"""A run's folder: which files in it the project wrote, and which process writes to it now.
+
+    DIR/.numpy-transformer-run.json    the manifest: the names of the files a run writes there
+    DIR/.numpy-transformer-run.lock    while a run writes there: its process id and host
+
+A new run goes only into a folder that is empty, missing, or made by an earlier run (it has a
+manifest); `--overwrite` then removes the files the manifest names, never anything else, and
+never a folder. In a folder of the user's own files a run is refused, and with `--overwrite`
+it writes beside them only when none has a name the run would write.
+
+The lock file is created with O_CREAT | O_EXCL, which the file system makes atomic: of two runs
+started on one folder, exactly one creates it, and the other is refused with the holder's
+process id. A lock left by a process that no longer runs on this host (killed with kill -9)
+is stale: it is taken over, and the run says so.
+"""
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+from numpy_transformer.training.files import atomic_write_text
+
+MANIFEST, LOCK = ".numpy-transformer-run.json", ".numpy-transformer-run.lock"
+
+
+class RunFolderError(ValueError):
+    """A folder a run must not write to, or another run writes to now."""
+
+
+class RunFolder:
+    """The folder of one run, claimed by this process (`claim`) until `release`."""
+
+    def __init__(self, directory, names):
+        """directory: the run's folder; names: the files a run writes there."""
+        self.directory, self.names = _checked_directory(directory), sorted(names)
+        self.created = False                    # whether `claim` made the folder
+        self.stale_lock_taken = None            # the process id of a dead holder whose lock was taken over
+
+    def claim(self, new=False, overwrite=False):
+        """Lock the folder for this process and write the manifest. new: a new run, which needs
+        a folder it may fill (`check_new`), made here if missing; the files of an earlier run
+        (which `check_new` allows only with `overwrite` once it holds a checkpoint) are removed."""
+        if new:
+            self.check_new(overwrite)
+            self.created = not self.directory.exists()
+            self.directory.mkdir(parents=True, exist_ok=True)
+        elif not self.directory.is_dir():
+            raise RunFolderError(f"{self.directory} does not exist")
+        self._lock()
+        if new:
+            self._remove_written()
+        atomic_write_text(self.directory / MANIFEST,
+                          json.dumps({"written_by": "numpy-transformer", "files": self.names}, indent=2) + "\n")
+        return self
+
+    def release(self):
+        """Remove the lock, if it is still this process's."""
+        path = self.directory / LOCK
+        if _read_lock(path).get("pid") == os.getpid():
+            path.unlink(missing_ok=True)
+
+    def discard(self):
+        """Undo a new run that saved nothing: remove its files, the manifest and the lock, and
+        the folder itself if `claim` made it and nothing else is in it."""
+        self._remove_written()
+        (self.directory / MANIFEST).unlink(missing_ok=True)
+        self.release()
+        if self.created and not any(self.directory.iterdir()):
+            self.directory.rmdir()
+
+    def check_new(self, overwrite=False):
+        """A RunFolderError unless a new run may write here (the module docstring says when)."""
+        if not self.directory.exists():
+            return
+        present = sorted(p.name for p in self.directory.iterdir() if p.name != LOCK)
+        written = set(_read_manifest(self.directory))
+        foreign = [name for name in present if name not in written and name != MANIFEST]
+        if (self.directory / MANIFEST).exists() and "checkpoint.npz" in present and not overwrite:
+            raise RunFolderError(f"{self.directory} already holds a trained model: continue it with --resume, start "
+                                 f"again with --overwrite, or choose another folder with --out")
+        clashes = [name for name in foreign if name in self.names]
+        if clashes:
+            raise RunFolderError(f"{self.directory} holds {', '.join(clashes)}, which a run would replace and no manifest "
+                                 f"of numpy-transformer lists ({MANIFEST}; a run of an older version writes none): "
+                                 f"move them, or choose another folder with --out")
+        if foreign and not overwrite:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise RunFolderError(f"{self.directory} is not empty ({shown}) and no run made it: choose another folder "
+                                 f"with --out, or pass --overwrite to write the run beside those files")
+
+    def _lock(self):
+        path = self.directory / LOCK
+        record = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+        for _ in range(2):
+            try:
+                descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = _read_lock(path)
+                if _is_alive(holder, path):
+                    raise RunFolderError(f"{self.directory} is in use by another run (process {holder.get('pid')} on "
+                                         f"{holder.get('host')}): wait for it to end, or choose another folder "
+                                         f"with --out") from None
+                self.stale_lock_taken = holder.get("pid")
+                path.unlink(missing_ok=True)
+                continue
+            with os.fdopen(descriptor, "w") as file:
+                file.write(record)
+            return
+        raise RunFolderError(f"{self.directory}: could not take the lock {path}")
+
+    def _remove_written(self):
+        """Remove the files an earlier run wrote (the manifest's names): regular files only."""
+        for name in _read_manifest(self.directory):
+            path = self.directory / name
+            if path.is_file() and not path.is_symlink():
+                path.unlink()
+
+def _checked_directory(directory):
+    if str(directory) == "":
+        raise RunFolderError("the run folder is an empty path: write --out . for the current folder")
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise RunFolderError(f"{directory} is a file, not a folder: choose a folder with --out")
+    return directory
+
+
+def _read_manifest(directory):
+    """The file names the manifest of `directory` lists ([] without a readable manifest)."""
+    try:
+        record = json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    files = record.get("files") if isinstance(record, dict) else None
+    return [name for name in files if isinstance(name, str) and "/" not in name] if isinstance(files, list) else []
+
+
+def _read_lock(path):
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _is_alive(holder, path):
+    """Whether the process that wrote a lock still runs. A lock from another host counts as
+    alive, and so does one that cannot be read yet (being written) unless it is a minute old."""
+    pid = holder.get("pid")
+    if not isinstance(pid, int):
+        return _age_in_seconds(path) < 60
+    if holder.get("host") != socket.gethostname():
+        return True
+    if pid == os.getpid():
+        return False                    # this process's own lock, left by an earlier Run object
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _age_in_seconds(path):
+    try:
+        return time.time() - Path(path).stat().st_mtime
+    except OSError:
+        return 0.0
