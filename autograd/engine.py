@@ -11,7 +11,6 @@ from contextlib import contextmanager
 import numpy as np
 
 _grad_enabled = True
-_composite = False
 _profiler = None  # an autograd.profiler.Profile while `autograd.profile()` runs
 
 
@@ -29,24 +28,6 @@ def no_grad():
 
 def is_grad_enabled():
     return _grad_enabled
-
-
-@contextmanager
-def composite():
-    """Inside this context (or a function it decorates) softmax, layer norm, the linear map and
-    the attention weights run as compositions of primitive ops, whose gradient autograd derives,
-    instead of as fused ops with a hand-derived VJP: stepping through them in a debugger shows
-    the derivation of the thesis. Same values and gradients (the tests compare them); slower."""
-    global _composite
-    previous, _composite = _composite, True
-    try:
-        yield
-    finally:
-        _composite = previous
-
-
-def is_composite():
-    return _composite
 
 
 class Function:

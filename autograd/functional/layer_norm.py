@@ -22,7 +22,8 @@ sqrt, div, add) and lets autograd find the gradient. The tests check that both a
 import numpy as np
 
 from autograd import ops
-from autograd.engine import Function, is_composite
+from autograd.composite_mode import is_composite
+from autograd.engine import Function
 
 VARIANTS = ("thesis", "torch")
 

@@ -11,7 +11,8 @@ autograd derive the VJPs; the fused `Linear` computes ∂L/∂W = Xᵀ G as one 
 arrays. Both compute the forward pass as NumPy's batched `x @ W`, so their outputs are the same
 bit for bit. (docs/performance.md says why each is written so.)
 """
-from autograd.engine import Function, as_tensor, is_composite
+from autograd.composite_mode import is_composite
+from autograd.engine import Function, as_tensor
 
 
 def linear(x, weight, bias=None):

@@ -18,7 +18,8 @@ instead, every exp is 0, the sum of 0 is replaced by 1, and the row comes out as
 """
 import numpy as np
 
-from autograd.engine import Function, as_tensor, is_composite
+from autograd.composite_mode import is_composite
+from autograd.engine import Function, as_tensor
 from autograd.ops import masked_fill
 
 
