@@ -73,6 +73,7 @@ class RunFolder:
         """A RunFolderError unless a new run may write here (the module docstring says when)."""
         if not self.directory.exists():
             return
+        self._check_not_in_use()
         present = sorted(p.name for p in self.directory.iterdir() if p.name != LOCK)
         written = set(_read_manifest(self.directory))
         foreign = [name for name in present if name not in written and name != MANIFEST]
@@ -96,18 +97,24 @@ class RunFolder:
             try:
                 descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                holder = _read_lock(path)
-                if _is_alive(holder, path):
-                    raise RunFolderError(f"{self.directory} is in use by another run (process {holder.get('pid')} on "
-                                         f"{holder.get('host')}): wait for it to end, or choose another folder "
-                                         f"with --out") from None
-                self.stale_lock_taken = holder.get("pid")
+                self.stale_lock_taken = self._check_not_in_use()
                 path.unlink(missing_ok=True)
                 continue
             with os.fdopen(descriptor, "w") as file:
                 file.write(record)
             return
         raise RunFolderError(f"{self.directory}: could not take the lock {path}")
+
+    def _check_not_in_use(self):
+        """A RunFolderError if a live process holds the lock; else the stale holder's pid (or None)."""
+        path = self.directory / LOCK
+        if not path.exists():
+            return None
+        holder = _read_lock(path)
+        if _is_alive(holder, path):
+            raise RunFolderError(f"{self.directory} is in use by another run (process {holder.get('pid')} on "
+                                 f"{holder.get('host')}): wait for it to end, or choose another folder with --out")
+        return holder.get("pid")
 
     def _remove_written(self):
         """Remove the files an earlier run wrote (the manifest's names): regular files only."""
