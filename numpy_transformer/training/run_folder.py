@@ -114,7 +114,7 @@ class RunFolder:
         if _is_alive(holder, path):
             raise RunFolderError(f"{self.directory} is in use by another run (process {holder.get('pid')} on "
                                  f"{holder.get('host')}): wait for it to end, or choose another folder with --out")
-        return holder.get("pid")
+        return None if holder.get("pid") == os.getpid() else holder.get("pid")
 
     def _remove_written(self):
         """Remove the files an earlier run wrote (the manifest's names): regular files only."""
@@ -159,7 +159,7 @@ def _is_alive(holder, path):
     if holder.get("host") != socket.gethostname():
         return True
     if pid == os.getpid():
-        return False                    # this process's own lock, left by an earlier Run object
+        return False                    # this process's own lock, left by a Run object not closed
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
