@@ -109,8 +109,11 @@ class TransformerConfig(JsonConfig):
     | dropout                  | p of every dropout: embeddings + positions, sub-layer     | §1.2.1, 0.1 |
     |                          | outputs, attention weights, the FFN's hidden layer        |             |
     | max_len                  | the longest sequence (rows of the positional table), 512  | §1.2.1      |
-    | positional               | "sinusoidal" (eq. (1)) or "learned"                       | §1.2.1      |
+    | positional               | "sinusoidal" (eq. (1)), "learned", or "relative" (T5's    | §1.2.1      |
+    |                          | bias on the self-attention scores, full attention only)   |             |
     | positional_base          | N of eq. (1)                                              | 10000       |
+    | relative_buckets         | T5's buckets of relative positions per stack (32)         |             |
+    | relative_max_distance    | the distance where the last bucket starts (128)           |             |
     | norm_variant             | "thesis" (σ + ε, eq. (2)) or "torch" (√(σ² + ε))          | eq. (2)     |
     | norm_eps                 | ε                                                         | 1e-6        |
     | norm_placement           | "post" (LayerNorm(x + f(x)), the thesis) or "pre"         | §1.2.2      |
@@ -140,6 +143,8 @@ class TransformerConfig(JsonConfig):
     max_len: int = 512
     positional: str = "sinusoidal"
     positional_base: float = 10000.0
+    relative_buckets: int = 32
+    relative_max_distance: int = 128
     norm_variant: str = "thesis"
     norm_eps: float = 1e-6
     norm_placement: str = "post"
@@ -190,6 +195,8 @@ class TransformerConfig(JsonConfig):
         self.check(checked_number, "dropout", 0, 1, high_open=True)
         self.check(checked_number, "norm_eps", 0, low_open=True)
         self.check(checked_number, "positional_base", 0, low_open=True)
+        self.check(checked_integer, "relative_buckets", 2)
+        self.check(checked_integer, "relative_max_distance", self.relative_buckets // 2 + 1)
         self._check_attention()
         self._check_sizes_fit()
 
@@ -211,6 +218,9 @@ class TransformerConfig(JsonConfig):
                 attention_options(kind, options_for(kind, self.attention_options))
             except ValueError as error:
                 self.fail(str(error))
+        if self.positional == "relative" and (self.attention, self.decoder_self_attention) != ("full", "full"):
+            self.fail(f"positional='relative' adds T5's bias to full attention's scores; attention "
+                      f"{self.attention!r} and decoder attention {self.decoder_self_attention!r} must both be 'full'")
         for name in ("window", "n_features", "k_proj"):
             if self.attention_options.get(name, 0) > 4 * self.max_len:
                 self.fail(f"attention option {name}={self.attention_options[name]} is more than 4 × max_len="

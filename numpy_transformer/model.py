@@ -20,6 +20,7 @@ import numpy as np
 import autograd.functional as F
 from autograd.checks import checked_integer, checked_token_ids
 from numpy_transformer.attention import MultiHeadAttention
+from numpy_transformer.attention.relative import RelativePositionBias
 from numpy_transformer.attention.variants import options_for, share_projections_across_layers, variant_parameter_count
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.masks import padding_mask, self_attention_mask
@@ -86,9 +87,10 @@ class EncoderLayer(ResidualLayer):
         self.feed_forward = feed_forward(config, rng)
         self.norm_1, self.norm_2 = layer_norm(config), layer_norm(config)
 
-    def forward(self, x, src_mask):
-        """x: (batch, n_src, d); src_mask: boolean (batch, 1, 1, n_src), False at padding keys."""
-        u = self.add_and_norm(x, lambda h: self.self_attn(h, mask=src_mask), self.norm_1)
+    def forward(self, x, src_mask, bias=None):
+        """x: (batch, n_src, d); src_mask: boolean (batch, 1, 1, n_src), False at padding keys;
+        bias: the stack's relative position bias (1, heads, n_src, n_src), or None."""
+        u = self.add_and_norm(x, lambda h: self.self_attn(h, mask=src_mask, bias=bias), self.norm_1)
         return self.add_and_norm(u, self.feed_forward, self.norm_2)
 
 
@@ -107,9 +109,10 @@ class DecoderLayer(ResidualLayer):
         self.feed_forward = feed_forward(config, rng)
         self.norm_1, self.norm_2, self.norm_3 = layer_norm(config), layer_norm(config), layer_norm(config)
 
-    def forward(self, y, memory, src_mask, tgt_mask, cache=None):
+    def forward(self, y, memory, src_mask, tgt_mask, cache=None, bias=None):
         """y: (batch, n_tgt, d); memory: the encoder output Z (batch, n_src, d);
-        src_mask: (batch, 1, 1, n_src); tgt_mask: (batch, 1, n_tgt, n_keys) or None.
+        src_mask: (batch, 1, 1, n_src); tgt_mask: (batch, 1, n_tgt, n_keys) or None; bias: the
+        stack's relative position bias of the self-attention (1, heads, n_tgt, n_keys), or None.
 
         `cache`, a dict kept by the caller, holds this layer's keys and values for incremental
         decoding: cache["self"] grows by the new positions at every call, cache["cross"] holds
@@ -118,7 +121,8 @@ class DecoderLayer(ResidualLayer):
         self_cache = cross_cache = None
         if cache is not None:
             self_cache, cross_cache = cache.setdefault("self", {}), cache.setdefault("cross", {})
-        u = self.add_and_norm(y, lambda h: self.self_attn(h, mask=tgt_mask, cache=self_cache), self.norm_1)
+        u = self.add_and_norm(y, lambda h: self.self_attn(h, mask=tgt_mask, cache=self_cache, bias=bias),
+                              self.norm_1)
         v = self.add_and_norm(u, lambda h: self.cross_attn(h, memory, src_mask, cache=cross_cache), self.norm_2)
         return self.add_and_norm(v, self.feed_forward, self.norm_3)
 
@@ -127,19 +131,29 @@ class Stack(Module):
     """What the encoder and decoder stacks share (Figure 2, bottom to top): the token embedding
     √d · X Wᴱ (§1.2), plus the positions P[start : start + n] and dropout (§1.2.1, eq. (1)),
     the layers, and, in pre-norm only, a final LayerNorm (post-norm layers already end with one).
+    With positional="relative" the positions are instead one T5 relative position bias, shared
+    by the self-attention of every layer (`bidirectional` in the encoder, causal in the decoder).
     """
 
-    def __init__(self, config, embedding, layer, n_layers, rng):
+    def __init__(self, config, embedding, layer, n_layers, rng, bidirectional):
         super().__init__()
         self.embedding = embedding
         self.positional = PositionalEncoding(config.d_model, config.max_len, config.dropout, rng,
                                              config.positional, config.positional_base, config.dtype)
+        self.relative_bias = RelativePositionBias(
+            config.n_heads, config.d_model, rng, bidirectional, config.relative_buckets,
+            config.relative_max_distance, config.dtype) if config.positional == "relative" else None
         self.layers = [layer(config, rng) for _ in range(n_layers)]
         self.final_norm = layer_norm(config) if config.norm_placement == "pre" else None
 
     def embed(self, ids, start=0):
         """ids (batch, n) → √d · Wᴱ[ids] + P[start : start + n], dropout: (batch, n, d)."""
         return self.positional(self.embedding(ids), start)
+
+    def position_bias(self, n_q, n_k, start=0):
+        """The relative position bias (1, heads, n_q, n_k) of queries at start … start + n_q − 1,
+        or None without relative positions."""
+        return None if self.relative_bias is None else self.relative_bias(n_q, n_k, start)
 
     def finish(self, x):
         """The stack's output: LayerNorm(x) in pre-norm, x itself in post-norm."""
@@ -150,14 +164,15 @@ class Encoder(Stack):
     """The encoder: f_θ_L ∘ … ∘ f_θ_1 (X) of §1.2.2, X the embedded, position-aware source."""
 
     def __init__(self, config, embedding, rng):
-        super().__init__(config, embedding, EncoderLayer, config.n_encoder_layers, rng)
+        super().__init__(config, embedding, EncoderLayer, config.n_encoder_layers, rng, bidirectional=True)
         share_projections_across_layers([layer.self_attn for layer in self.layers])
 
     def forward(self, src_ids, src_mask):
         """src_ids (batch, n_src) → memory Z (batch, n_src, d)."""
         x = self.embed(src_ids)                                      # (batch, n_src, d)
+        bias = self.position_bias(x.shape[1], x.shape[1])
         for layer in self.layers:
-            x = layer(x, src_mask)
+            x = layer(x, src_mask, bias)
         return self.finish(x)
 
 
@@ -166,14 +181,16 @@ class Decoder(Stack):
     the encoder output."""
 
     def __init__(self, config, embedding, rng):
-        super().__init__(config, embedding, DecoderLayer, config.n_decoder_layers, rng)
+        super().__init__(config, embedding, DecoderLayer, config.n_decoder_layers, rng, bidirectional=False)
 
     def forward(self, tgt_ids, memory, src_mask, tgt_mask, cache=None, start=0):
         """tgt_ids (batch, n_tgt) at positions start … start + n_tgt − 1 → Y (batch, n_tgt, d).
         `cache` (a dict) gets one entry per layer, cache[i], for incremental decoding."""
         y = self.embed(tgt_ids, start)                               # (batch, n_tgt, d)
+        n_tgt = y.shape[1]
+        bias = self.position_bias(n_tgt, start + n_tgt, start)       # the keys: every position so far
         for i, layer in enumerate(self.layers):
-            y = layer(y, memory, src_mask, tgt_mask, None if cache is None else cache.setdefault(i, {}))
+            y = layer(y, memory, src_mask, tgt_mask, None if cache is None else cache.setdefault(i, {}), bias)
         return self.finish(y)
 
 
@@ -283,7 +300,8 @@ def analytic_parameter_count(config):
 
         component      parameters                    what they are
         embeddings     (l_s + l_t) d                 Wᴱ of each language (l_t d when shared)
-        positional     2 n_max d                     a learned P per stack (eq. (1) has none)
+        positional     2 n_max d                     a learned P per stack (eq. (1) has none);
+                       2 · buckets · H               T5's relative bias, one table per stack
         attention      (L_e + 2 L_d) · 4(d² + d)     W_q, W_k, W_v, W_c ∈ ℝ^{d×d}, biases; eqs. (3), (7)
         feed_forward   (L_e + L_d) · (2dm + m + d)   W₁, b₁, W₂, b₂ of §1.2.4 (SwiGLU: 3dm + 2m + d)
         layer_norms    (2 L_e + 3 L_d) · 2d          γ, β of eq. (2) per sub-layer (pre-norm: + 2 · 2d)
@@ -313,7 +331,8 @@ def analytic_parameter_count(config):
     vocabularies = config.tgt_vocab_size + (0 if config.share_source_embedding else config.src_vocab_size)
     counts = {
         "embeddings": vocabularies * d,
-        "positional": 2 * config.max_len * d if config.positional == "learned" else 0,
+        "positional": {"learned": 2 * config.max_len * d, "relative": 2 * config.relative_buckets * config.n_heads,
+                       "sinusoidal": 0}[config.positional],
         "attention": n_attention * 4 * (d * d + d) + variant_parameter_count(
             config.attention, config.attention_options, config.n_heads, config.max_len, config.n_encoder_layers),
         "feed_forward": n_feed_forward * feed_forward_size,

@@ -18,7 +18,7 @@ import numpy as np
 from autograd import Tensor
 from numpy_transformer.nn import Dropout, Module, parameter
 
-KINDS = ("sinusoidal", "learned")
+KINDS = ("sinusoidal", "learned", "relative")
 
 
 def frequencies(d_model, base=10000.0):
@@ -67,7 +67,9 @@ class PositionalEncoding(Module):
     x: (batch, n, d_model) → (batch, n, d_model). `kind`:
       - "sinusoidal": P is the fixed table of eq. (1), a buffer (not trained, not saved);
       - "learned": P is a parameter of shape (max_len, d_model), drawn from N(0, 1/2) so that
-        its entries have the mean square of the sinusoidal table's (sin² + cos² = 1 per pair).
+        its entries have the mean square of the sinusoidal table's (sin² + cos² = 1 per pair);
+      - "relative": nothing is added (P = 0): the positions enter the attention scores instead,
+        as T5's relative position bias (numpy_transformer.attention.relative).
     `start` is the position of x's first row: incremental decoding adds one position at a time.
     A sequence that runs past max_len is a ValueError.
     """
@@ -79,6 +81,8 @@ class PositionalEncoding(Module):
         self.d_model, self.max_len, self.kind = d_model, max_len, kind
         if kind == "sinusoidal":
             self.P = Tensor(sinusoidal_encoding(max_len, d_model, base, dtype))
+        elif kind == "relative":
+            self.P = None
         else:
             self.P = parameter(np.sqrt(0.5) * rng.standard_normal((max_len, d_model)), dtype)
         self.dropout = Dropout(dropout, rng)
@@ -91,4 +95,4 @@ class PositionalEncoding(Module):
         if start + n > self.max_len:
             raise ValueError(f"PositionalEncoding: positions {start}..{start + n - 1} (a sequence of "
                              f"length {n}) exceed max_len={self.max_len}")
-        return self.dropout(x + self.P[start:start + n])
+        return self.dropout(x if self.P is None else x + self.P[start:start + n])

@@ -86,7 +86,7 @@ def test_values_read_from_json_are_validated():
 @pytest.mark.parametrize("overrides, message", [
     (dict(d_model=10, n_heads=4), "d_model=10 is not divisible by n_heads=4"),
     (dict(d_model=9, n_heads=3), r"d_model=9 must be even for the sinusoidal positional encoding"),
-    (dict(positional="rotary"), r"positional must be one of \('sinusoidal', 'learned'\), got 'rotary'"),
+    (dict(positional="rotary"), r"positional must be one of \('sinusoidal', 'learned', 'relative'\), got 'rotary'"),
     (dict(norm_variant="rms"), r"norm_variant must be one of \('thesis', 'torch'\), got 'rms'"),
     (dict(norm_placement="sandwich"), r"norm_placement must be one of \('post', 'pre'\), got 'sandwich'"),
     (dict(activation="tanh"), r"activation must be one of \('relu', 'gelu', 'swiglu'\), got 'tanh'"),

@@ -74,7 +74,7 @@ class MultiHeadAttention(Module):
         self.last_weights = None
         self.weights_hook = None
 
-    def forward(self, query, key_value=None, mask=None, cache=None):
+    def forward(self, query, key_value=None, mask=None, cache=None, bias=None):
         """Self-attention of `query` (key_value None) or its cross-attention on `key_value`.
 
         query: (batch, n_q, d_model); key_value: (batch, n_k, d_model) or None;
@@ -91,19 +91,22 @@ class MultiHeadAttention(Module):
             stored in cache["k"], cache["v"] and reused afterwards (key_value is then not read).
         Step-by-step decoding with a cache gives the outputs of the full causal computation.
         (A variant's cache: see numpy_transformer.attention.variants.)
+
+        `bias`: added to every head's scores before the scaling (T5's relative position bias,
+        numpy_transformer.attention.relative), (1 or batch, heads, n_q, n_k); full attention only.
         """
         Q = split_heads(self.W_q(query), self.n_heads)
         if self.variant is not None:
-            if key_value is not None:
-                raise ValueError(f"MultiHeadAttention(attention={self.attention!r}) is self-attention only; "
-                                 f"cross-attention uses attention='full'")
+            if key_value is not None or bias is not None:
+                raise ValueError(f"MultiHeadAttention(attention={self.attention!r}) is self-attention only, "
+                                 f"without a bias; cross-attention and relative positions use attention='full'")
             self.last_weights = None
             return self.W_c(merge_heads(self.variant(Q, *self._keys_values(query), mask, cache)))
         if key_value is None:
             K, V = self._self_keys_values(query, cache)
         else:
             K, V = self._cross_keys_values(key_value, cache)
-        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout=self._weights_used)
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout=self._weights_used, bias=bias)
         self.last_weights = weights.data
         return self.W_c(merge_heads(heads))
 

@@ -29,7 +29,7 @@ from autograd.ops import unbroadcast
 from numpy_transformer.masks import boolean_mask
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
+def scaled_dot_product_attention(q, k, v, mask=None, dropout=None, bias=None):
     """softmax(Q Kᵀ / √d_k), masked, times V (eqs. (5), (6), (10)). Returns (output, weights).
 
     q: (..., n_q, d_k), k: (..., n_k, d_k), v: (..., n_k, d_v); leading axes broadcast.
@@ -39,45 +39,54 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None):
     output, not NaN. `dropout` (a callable such as a Dropout module) acts on the weights
     before they multiply V; the returned weights are the ones before dropout. The weights come
     from the fused `AttentionWeights`, or under `autograd.composite()` from
-    `attention_weights_composite`.
+    `attention_weights_composite`. `bias` (a Tensor broadcastable to (..., n_q, n_k), e.g. T5's
+    relative position bias R) is added to the scores before the scaling: softmax((Q Kᵀ + R)/√d_k).
 
     output: (..., n_q, d_v); weights: (..., n_q, n_k), each unmasked row summing to 1.
     """
     q, k, v = as_tensor(q), as_tensor(k), as_tensor(v)
     scores_shape = _check_shapes(q.shape, k.shape, v.shape)
     allowed = None if mask is None else _check_mask(mask, scores_shape)
-    weights = attention_weights_composite(q, k, allowed) if is_composite() else \
-        AttentionWeights.apply(q, k, allowed=allowed)
+    biases = () if bias is None else (_check_bias(as_tensor(bias, q.dtype), scores_shape),)
+    weights = attention_weights_composite(q, k, allowed, bias) if is_composite() else \
+        AttentionWeights.apply(q, k, *biases, allowed=allowed)
     attended = weights if dropout is None else dropout(weights)
     return attended @ v, weights
 
 
-def attention_weights_composite(q, k, mask=None):
-    """softmax(M + Q Kᵀ / √d_k) of eqs. (6) and (10) from the engine's ops; autograd derives the
-    VJP. The same function as the fused `AttentionWeights` (the tests compare them)."""
+def attention_weights_composite(q, k, mask=None, bias=None):
+    """softmax(M + (Q Kᵀ + R) / √d_k) of eqs. (6) and (10) from the engine's ops (R the bias, or
+    none); autograd derives the VJP. The same function as the fused `AttentionWeights` (the
+    tests compare them)."""
     q, k = as_tensor(q), as_tensor(k)
-    scores = (q @ k.swapaxes(-1, -2)) / math.sqrt(q.shape[-1])
+    products = q @ k.swapaxes(-1, -2)
+    scores = (products if bias is None else products + bias) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = masked_fill(scores, ~boolean_mask(mask), -np.inf)
     return F.softmax(scores, axis=-1)
 
 
 class AttentionWeights(Function):
-    """P = softmax(M + Q Kᵀ / √d_k), eqs. (6) and (10), fused. q: (..., n_q, d_k), k: (..., n_k, d_k),
-    `allowed`: a boolean mask broadcastable to (..., n_q, n_k), True where query i may attend to
-    key j (or None). Masked weights are exactly 0; a row with no allowed key is all zeros.
+    """P = softmax(M + (Q Kᵀ + R) / √d_k), eqs. (6) and (10), fused. q: (..., n_q, d_k),
+    k: (..., n_k, d_k), an optional bias R broadcastable to (..., n_q, n_k) (T5's relative
+    positions), `allowed`: a boolean mask broadcastable to (..., n_q, n_k), True where query i may
+    attend to key j (or None). Masked weights are exactly 0; a row with no allowed key is all zeros.
 
-    VJP, with G = ∂L/∂P and S = Q Kᵀ / √d_k: the softmax VJP of §1.2.3 row by row gives
-    ∂L/∂S = P ⊙ (G − ⟨G, P⟩) (0 at masked entries, where P = 0), and S is a product, so
+    VJP, with G = ∂L/∂P and S = (Q Kᵀ + R) / √d_k: the softmax VJP of §1.2.3 row by row gives
+    ∂L/∂S = P ⊙ (G − ⟨G, P⟩) (0 at masked entries, where P = 0), and S is a sum of a product
+    and R, so
 
-        ∂L/∂Q = (∂L/∂S) K / √d_k,        ∂L/∂K = (∂L/∂S)ᵀ Q / √d_k,
+        ∂L/∂Q = (∂L/∂S) K / √d_k,    ∂L/∂K = (∂L/∂S)ᵀ Q / √d_k,    ∂L/∂R = (∂L/∂S) / √d_k,
 
     summed over the leading axes that were broadcast.
     """
 
-    def forward(self, q, k, allowed=None):
+    def forward(self, q, k, *bias, allowed=None):
         self.scale = math.sqrt(q.shape[-1])
         scores = q @ np.swapaxes(k, -1, -2)
+        if bias:
+            scores = scores + bias[0]
+            self.bias_shape = bias[0].shape
         scores /= self.scale
         if allowed is not None:
             np.copyto(scores, -np.inf, where=~allowed)
@@ -91,7 +100,9 @@ class AttentionWeights(Function):
         grad_scores /= self.scale
         grad_q = unbroadcast(grad_scores @ k, q.shape) if self.needs_input_grad[0] else None
         grad_k = unbroadcast(np.swapaxes(grad_scores, -1, -2) @ q, k.shape) if self.needs_input_grad[1] else None
-        return grad_q, grad_k
+        if len(self.needs_input_grad) == 2:
+            return grad_q, grad_k
+        return grad_q, grad_k, unbroadcast(grad_scores, self.bias_shape) if self.needs_input_grad[2] else None
 
 
 def _check_shapes(q_shape, k_shape, v_shape):
@@ -110,6 +121,17 @@ def _check_shapes(q_shape, k_shape, v_shape):
         raise ValueError(f"attention: the leading (batch, head) axes of q, k, v do not broadcast, "
                          f"got {shapes}") from None
     return (*batch, q_shape[-2], k_shape[-2])
+
+
+def _check_bias(bias, scores_shape):
+    try:
+        fits = np.broadcast_shapes(bias.shape, scores_shape) == scores_shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"attention: bias of shape {bias.shape} does not broadcast to the scores' shape "
+                         f"{scores_shape} (…, n_q, n_k)")
+    return bias
 
 
 def _check_mask(mask, scores_shape):
