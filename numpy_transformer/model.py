@@ -79,18 +79,23 @@ class EncoderLayer(ResidualLayer):
 
     (post-norm; pre-norm moves each LayerNorm in front of its sub-layer, see `add_and_norm`).
     θ is W_q, W_k, W_v, W_c, the FFN's W₁, b₁, W₂, b₂ and the two LayerNorms' γ, β.
+    `causal`: the self-attention is causal, a block of the decoder-only model (GPT), whose
+    attention is the config's decoder_self_attention.
     """
 
-    def __init__(self, config, rng):
+    def __init__(self, config, rng, causal=False):
         super().__init__(config, rng)
-        self.self_attn = multi_head_attention(config, rng, config.attention)
+        kind = config.decoder_self_attention if causal else config.attention
+        self.self_attn = multi_head_attention(config, rng, kind, causal=causal)
         self.feed_forward = feed_forward(config, rng)
         self.norm_1, self.norm_2 = layer_norm(config), layer_norm(config)
 
-    def forward(self, x, src_mask, bias=None):
-        """x: (batch, n_src, d); src_mask: boolean (batch, 1, 1, n_src), False at padding keys;
-        bias: the stack's relative position bias (1, heads, n_src, n_src), or None."""
-        u = self.add_and_norm(x, lambda h: self.self_attn(h, mask=src_mask, bias=bias), self.norm_1)
+    def forward(self, x, src_mask, bias=None, cache=None):
+        """x: (batch, n_src, d); src_mask: boolean (batch, 1, 1, n_src), False at padding keys
+        (or causal & padding, (batch, 1, n, n), in a causal block); bias: the stack's relative
+        position bias (1, heads, n_src, n_keys), or None; cache: this layer's keys and values for
+        incremental decoding in a causal block (see MultiHeadAttention.forward)."""
+        u = self.add_and_norm(x, lambda h: self.self_attn(h, mask=src_mask, bias=bias, cache=cache), self.norm_1)
         return self.add_and_norm(u, self.feed_forward, self.norm_2)
 
 

@@ -1,0 +1,135 @@
+"""The decoder-only Transformer (GPT) of the architecture notes, §Transformer Variants:
+
+    h_0 = √d · X Wᴱ + P                    the embedding and positions of §1.2, §1.2.1
+    h_l = Block_l(h_{l−1}),  l = 1 … L       a block is the encoder layer f_θ of §1.2.2 whose
+                                             self-attention is causal (eq. (10)'s mask)
+    P(x_t | x_<t) = softmax(h_t W + b)       the language-model head (W = Wᴱᵀ when tied)
+
+It is built from the encoder-decoder's own pieces (`Stack`, `EncoderLayer`): a decoder-only
+block is an encoder layer with the causal mask, no cross-attention. Generation feeds one token
+at a time through a key/value cache and gets the logits of recomputing the whole prefix.
+
+    config = LanguageModelConfig(vocab_size=1000, d_model=64, n_heads=4, d_ff=256, n_layers=2)
+    model = DecoderOnlyTransformer(config, np.random.default_rng(0))
+    logits = model(ids)                    # (batch, n, vocab_size)
+"""
+import dataclasses
+import functools
+
+import numpy as np
+
+import autograd.functional as F
+from autograd.checks import checked_integer, checked_token_ids
+from numpy_transformer.attention.variants import CAUSAL_KINDS
+from numpy_transformer.config import JsonConfig, TransformerConfig
+from numpy_transformer.masks import padding_mask
+from numpy_transformer.model import EncoderLayer, Stack
+from numpy_transformer.nn import Embedding, Linear, Module
+
+
+@dataclasses.dataclass(frozen=True)
+class LanguageModelConfig(JsonConfig):
+    """The hyper-parameters of `DecoderOnlyTransformer`: those of `TransformerConfig` for one
+    stack of `n_layers` blocks over one vocabulary of `vocab_size` tokens. `attention` is the
+    blocks' self-attention, "full" or any causal variant of chapter 2; the defaults are GPT-2's
+    choices where the thesis has none (pre-norm, GELU, learned positions, a tied head)."""
+
+    vocab_size: int
+    d_model: int = 512
+    n_heads: int = 8
+    d_ff: int = 2048
+    n_layers: int = 6
+    dropout: float = 0.1
+    max_len: int = 512
+    positional: str = "learned"
+    positional_base: float = 10000.0
+    relative_buckets: int = 32
+    relative_max_distance: int = 128
+    norm_variant: str = "torch"
+    norm_eps: float = 1e-5
+    norm_placement: str = "pre"
+    activation: str = "gelu"
+    attention: str = "full"
+    attention_options: dict = dataclasses.field(default_factory=dict, hash=False)
+    tie_embeddings: bool = True
+    pad_id: int = 0
+    dtype: str = "float32"
+
+    def validate(self):
+        """The checks of the equivalent encoder-decoder configuration (one stack each way, the
+        decoder's attention this model's), their messages naming this class."""
+        if self.attention not in CAUSAL_KINDS:
+            self.fail(f"attention must be a causal-capable kind, one of {CAUSAL_KINDS}, got {self.attention!r}")
+        try:
+            self.as_transformer_config()
+        except (ValueError, TypeError) as error:
+            self.fail(str(error).removeprefix("TransformerConfig: "))
+
+    def as_transformer_config(self):
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        vocab, layers = fields.pop("vocab_size"), fields.pop("n_layers")
+        return TransformerConfig(vocab, vocab, n_encoder_layers=layers, n_decoder_layers=layers,
+                                 decoder_attention=fields["attention"], **fields)
+
+    @property
+    def d_k(self):
+        return self.d_model // self.n_heads
+
+    @property
+    def decoder_self_attention(self):
+        """The causal blocks' attention (the name the shared layers read)."""
+        return self.attention
+
+
+class DecoderOnlyTransformer(Module):
+    """GPT: a causal stack over one vocabulary and its language-model head (module docstring).
+
+    Parameters: stack.embedding.weight (Wᴱ), stack.positional (learned only) or
+    stack.relative_bias (relative only), stack.layers.i.*, stack.final_norm (pre-norm), and
+    head.weight, head.bias when not tied."""
+
+    def __init__(self, config, rng):
+        super().__init__()
+        if not isinstance(config, LanguageModelConfig):
+            raise TypeError(f"DecoderOnlyTransformer: config must be a LanguageModelConfig, got {type(config).__name__}")
+        self.config = config
+        embedding = Embedding(config.vocab_size, config.d_model, rng, dtype=config.dtype)
+        self.stack = Stack(config, embedding, functools.partial(EncoderLayer, causal=True), config.n_layers, rng,
+                           bidirectional=False)
+        self.head = None if config.tie_embeddings else \
+            Linear(config.d_model, config.vocab_size, rng, dtype=config.dtype)
+
+    def forward(self, ids, cache=None, start=0):
+        """Logits (batch, n, vocab_size) of the next token after each position of `ids`
+        (batch, n), which sit at positions start … start + n − 1.
+
+        Without a cache every position sees itself and the positions before it that are not
+        padding. With `cache` (a dict kept by the caller across calls) the keys and values of
+        earlier calls are kept and attended to: pass the new token(s) and their first position
+        as `start`; the logits equal those of one call on the whole sequence."""
+        ids = checked_token_ids("ids", ids, self.config.vocab_size, ndim=2)
+        start = checked_integer("start", start, low=0)
+        if start + ids.shape[1] > self.config.max_len:
+            raise ValueError(f"ids of shape {ids.shape} at positions {start}..{start + ids.shape[1] - 1} are "
+                             f"longer than max_len={self.config.max_len}")
+        n, n_keys = ids.shape[1], start + ids.shape[1]
+        x = self.stack.embed(ids, start)                                        # (batch, n, d)
+        mask = causal_mask_at(start, n)
+        if cache is None:
+            mask = mask & padding_mask(ids, self.config.pad_id)                 # (batch, 1, n, n)
+        bias = self.stack.position_bias(n, n_keys, start)
+        for i, layer in enumerate(self.stack.layers):
+            x = layer(x, mask, bias, None if cache is None else cache.setdefault(i, {}))
+        return self.project(self.stack.finish(x))
+
+    def project(self, h):
+        """h W + b: (batch, n, d) → (batch, n, vocab_size); W = Wᴱᵀ (no bias) when tied."""
+        if self.head is None:
+            return F.linear(h, self.stack.embedding.weight.T)
+        return self.head(h)
+
+
+def causal_mask_at(start, n):
+    """(n, start + n) boolean: query i (at position start + i) sees the keys at positions ≤ start + i,
+    the causal M of eq. (10) for queries that come after `start` cached positions."""
+    return np.tril(np.ones((n, start + n), dtype=bool), k=start)
