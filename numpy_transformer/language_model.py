@@ -1,4 +1,5 @@
-"""The decoder-only Transformer (GPT) of the architecture notes, §Transformer Variants:
+"""The decoder-only (GPT) and encoder-only (BERT) Transformers of the architecture notes,
+§Transformer Variants. The decoder-only model:
 
     h_0 = √d · X Wᴱ + P                    the embedding and positions of §1.2, §1.2.1
     h_l = Block_l(h_{l−1}),  l = 1 … L       a block is the encoder layer f_θ of §1.2.2 whose
@@ -8,6 +9,10 @@
 It is built from the encoder-decoder's own pieces (`Stack`, `EncoderLayer`): a decoder-only
 block is an encoder layer with the causal mask, no cross-attention. Generation feeds one token
 at a time through a key/value cache and gets the logits of recomputing the whole prefix.
+
+The encoder-only model is the encoder itself, bidirectional, with BERT's masked-LM head:
+
+    P(x_i | x_≠i) = softmax(LayerNorm(GELU(h_i W_t + b_t)) Wᴱᵀ + b)     at the masked positions i
 
     config = LanguageModelConfig(vocab_size=1000, d_model=64, n_heads=4, d_ff=256, n_layers=2)
     model = DecoderOnlyTransformer(config, np.random.default_rng(0))
@@ -24,15 +29,17 @@ from numpy_transformer.attention.variants import CAUSAL_KINDS
 from numpy_transformer.config import JsonConfig, TransformerConfig
 from numpy_transformer.masks import padding_mask
 from numpy_transformer.model import EncoderLayer, Stack
-from numpy_transformer.nn import Embedding, Linear, Module
+from numpy_transformer.nn import Embedding, LayerNorm, Linear, Module, parameter
 
 
 @dataclasses.dataclass(frozen=True)
 class LanguageModelConfig(JsonConfig):
-    """The hyper-parameters of `DecoderOnlyTransformer`: those of `TransformerConfig` for one
-    stack of `n_layers` blocks over one vocabulary of `vocab_size` tokens. `attention` is the
-    blocks' self-attention, "full" or any causal variant of chapter 2; the defaults are GPT-2's
-    choices where the thesis has none (pre-norm, GELU, learned positions, a tied head)."""
+    """The hyper-parameters of `DecoderOnlyTransformer` (causal, the default) and
+    `EncoderOnlyTransformer` (causal=False): those of `TransformerConfig` for one stack of
+    `n_layers` blocks over one vocabulary of `vocab_size` tokens. `attention` is the blocks'
+    self-attention, "full" or a variant of chapter 2 (a causal-capable one when causal); the
+    defaults are GPT-2's choices where the thesis has none (pre-norm, GELU, learned positions,
+    a tied head; BERT normalises after the residual sum: norm_placement="post")."""
 
     vocab_size: int
     d_model: int = 512
@@ -52,13 +59,15 @@ class LanguageModelConfig(JsonConfig):
     attention: str = "full"
     attention_options: dict = dataclasses.field(default_factory=dict, hash=False)
     tie_embeddings: bool = True
+    causal: bool = True
     pad_id: int = 0
     dtype: str = "float32"
 
     def validate(self):
         """The checks of the equivalent encoder-decoder configuration (one stack each way, the
         decoder's attention this model's), their messages naming this class."""
-        if self.attention not in CAUSAL_KINDS:
+        self.check_flag("causal")
+        if self.causal and self.attention not in CAUSAL_KINDS:
             self.fail(f"attention must be a causal-capable kind, one of {CAUSAL_KINDS}, got {self.attention!r}")
         try:
             self.as_transformer_config()
@@ -67,9 +76,9 @@ class LanguageModelConfig(JsonConfig):
 
     def as_transformer_config(self):
         fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        vocab, layers = fields.pop("vocab_size"), fields.pop("n_layers")
+        vocab, layers, causal = fields.pop("vocab_size"), fields.pop("n_layers"), fields.pop("causal")
         return TransformerConfig(vocab, vocab, n_encoder_layers=layers, n_decoder_layers=layers,
-                                 decoder_attention=fields["attention"], **fields)
+                                 decoder_attention=fields["attention"] if causal else "full", **fields)
 
     @property
     def d_k(self):
@@ -90,8 +99,7 @@ class DecoderOnlyTransformer(Module):
 
     def __init__(self, config, rng):
         super().__init__()
-        if not isinstance(config, LanguageModelConfig):
-            raise TypeError(f"DecoderOnlyTransformer: config must be a LanguageModelConfig, got {type(config).__name__}")
+        _check_config(self, config, causal=True)
         self.config = config
         embedding = Embedding(config.vocab_size, config.d_model, rng, dtype=config.dtype)
         self.stack = Stack(config, embedding, functools.partial(EncoderLayer, causal=True), config.n_layers, rng,
@@ -127,6 +135,76 @@ class DecoderOnlyTransformer(Module):
         if self.head is None:
             return F.linear(h, self.stack.embedding.weight.T)
         return self.head(h)
+
+
+class EncoderOnlyTransformer(Module):
+    """BERT: a bidirectional stack (the encoder of §1.2.2) and the masked-LM head of the module
+    docstring: a transform (Linear d → d, GELU, LayerNorm), then Wᴱᵀ (tied) or a Linear, and a
+    bias over the vocabulary. Parameters: stack.*, head_transform.*, head_norm.*, head_bias, and
+    head.weight when not tied."""
+
+    def __init__(self, config, rng):
+        super().__init__()
+        _check_config(self, config, causal=False)
+        self.config = config
+        embedding = Embedding(config.vocab_size, config.d_model, rng, dtype=config.dtype)
+        self.stack = Stack(config, embedding, EncoderLayer, config.n_layers, rng, bidirectional=True)
+        self.head_transform = Linear(config.d_model, config.d_model, rng, dtype=config.dtype)
+        self.head_norm = LayerNorm(config.d_model, config.norm_eps, config.norm_variant, config.dtype)
+        self.head = None if config.tie_embeddings else \
+            Linear(config.d_model, config.vocab_size, rng, bias=False, dtype=config.dtype)
+        self.head_bias = parameter(np.zeros(config.vocab_size), config.dtype)
+
+    def encode(self, ids):
+        """ids (batch, n) → h (batch, n, d), every position seeing every real token."""
+        ids = checked_token_ids("ids", ids, self.config.vocab_size, ndim=2)
+        if ids.shape[1] > self.config.max_len:
+            raise ValueError(f"ids of shape {ids.shape} are longer than max_len={self.config.max_len}")
+        x = self.stack.embed(ids)
+        mask, bias = padding_mask(ids, self.config.pad_id), self.stack.position_bias(ids.shape[1], ids.shape[1])
+        for layer in self.stack.layers:
+            x = layer(x, mask, bias)
+        return self.stack.finish(x)
+
+    def forward(self, ids):
+        """Logits (batch, n, vocab_size) of the token at every position, read from both sides."""
+        h = F.gelu(self.head_transform(self.encode(ids)))
+        h = self.head_norm(h)
+        weight = self.stack.embedding.weight.T if self.head is None else self.head.weight
+        return F.linear(h, weight, self.head_bias)
+
+
+IGNORED = -100     # the target of a position the masked-LM loss leaves out (PyTorch's ignore_index)
+
+
+def mask_tokens(ids, rng, mask_id, vocab_size, special_ids, rate=0.15):
+    """BERT's masking (Devlin et al. 2019, §3.1): (inputs, targets), both (batch, n).
+
+    Each token that is not special ([PAD], [CLS], [SEP], …) is selected with probability `rate`;
+    a selected token becomes [MASK] with probability 0.8, a random non-special token with 0.1,
+    and stays itself with 0.1. targets hold the original token at the selected positions and
+    IGNORED elsewhere, so that `masked_lm_loss` counts the selected positions only."""
+    ids = checked_token_ids("ids", ids, vocab_size, ndim=2)
+    ordinary = ~np.isin(ids, list(special_ids))
+    selected = ordinary & (rng.random(ids.shape) < rate)
+    choice = rng.random(ids.shape)
+    candidates = np.setdiff1d(np.arange(vocab_size), list(special_ids))
+    random_tokens = candidates[rng.integers(len(candidates), size=ids.shape)]
+    inputs = np.where(selected & (choice < 0.8), mask_id, ids)
+    inputs = np.where(selected & (choice >= 0.8) & (choice < 0.9), random_tokens, inputs)
+    return inputs, np.where(selected, ids, IGNORED)
+
+
+def masked_lm_loss(model, inputs, targets):
+    """−(1/|S|) Σ_{i∈S} log P(x_i | x_≠i) over the selected positions S (targets ≠ IGNORED):
+    the masked-LM loss, a scalar Tensor."""
+    return F.cross_entropy(model(inputs), targets, ignore_index=IGNORED)
+
+
+def _check_config(model, config, causal):
+    if not isinstance(config, LanguageModelConfig) or config.causal != causal:
+        wanted = "LanguageModelConfig" + ("" if causal else "(causal=False)")
+        raise TypeError(f"{type(model).__name__}: config must be a {wanted}, got {config!r}")
 
 
 def causal_mask_at(start, n):

@@ -145,3 +145,86 @@ def test_generation_is_seeded_cached_or_not_and_stops_at_the_end_token():
 def test_a_prompt_that_leaves_no_room_is_refused():
     with pytest.raises(ValueError, match="max_new_tokens must be an integer in"):
         generate(model(), np.full((1, 30), 4), 5, np.random.default_rng(0))
+
+
+# The encoder-only model (BERT) and its masked-LM loss.
+
+from numpy_transformer.language_model import IGNORED, EncoderOnlyTransformer, mask_tokens, masked_lm_loss  # noqa: E402
+
+SPECIAL = {0, 1, 2, 3}            # [PAD], [CLS], [SEP], [MASK] of these tests
+MASK = 3
+
+
+def bert(seed=0, **overrides):
+    config = tiny(**{"causal": False, "norm_placement": "post", **overrides})
+    return EncoderOnlyTransformer(config, np.random.default_rng(seed))
+
+
+def test_bert_masking_selects_15_percent_and_replaces_them_80_10_10():
+    rng = np.random.default_rng(0)
+    ids = rng.integers(4, 24, size=(400, 250))
+    ids[:, 0], ids[:, -1], ids[:5, -50:] = 1, 2, PAD                      # [CLS] … [SEP], some padding
+    inputs, targets = mask_tokens(ids, np.random.default_rng(1), MASK, 24, SPECIAL)
+    selected = targets != IGNORED
+    assert not selected[np.isin(ids, list(SPECIAL))].any()                # special tokens are never selected
+    assert abs(selected[~np.isin(ids, list(SPECIAL))].mean() - 0.15) < 0.003
+    np.testing.assert_array_equal(targets[selected], ids[selected])
+    assert (inputs[~selected] == ids[~selected]).all()
+    masked, unchanged = inputs[selected] == MASK, inputs[selected] == ids[selected]
+    randomised = ~masked & ~unchanged
+    assert abs(masked.mean() - 0.8) < 0.01 and abs(randomised.mean() - 0.1) < 0.01
+    assert abs(unchanged.mean() - 0.1) < 0.012        # (a random draw equal to the token counts as unchanged)
+    assert not np.isin(inputs[selected][randomised], list(SPECIAL)).any()
+
+
+def test_the_masked_lm_loss_counts_the_selected_positions_only():
+    model = bert()
+    inputs = np.array([[1, 5, MASK, 7, 8, 2], [1, 9, 10, MASK, 2, PAD]])
+    targets = np.full(inputs.shape, IGNORED)
+    targets[0, 2], targets[1, 3] = 6, 11
+    logits = model(inputs).data
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected = -(log_p[0, 2, 6] + log_p[1, 3, 11]) / 2
+    np.testing.assert_allclose(masked_lm_loss(model, inputs, targets).item(), expected, rtol=1e-12)
+
+
+def test_bert_reads_both_sides_and_ignores_padding():
+    model = bert()
+    ids = np.array([[1, 5, 6, 7, 2]])
+    changed = ids.copy()
+    changed[0, 3] = 9
+    assert np.abs(model(ids).data[0, 1] - model(changed).data[0, 1]).max() > 1e-6     # the future is read
+    padded = np.array([[1, 5, 6, 7, 2, PAD, PAD]])
+    np.testing.assert_allclose(model(padded).data[0, :5], model(ids).data[0], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("options", [{}, dict(tie_embeddings=False, attention="linformer",
+                                              attention_options={"k_proj": 4})])
+def test_bert_gradients_for_every_parameter(options):
+    model = bert(n_layers=1, **options)
+    inputs = np.array([[1, 5, MASK, 7, 2], [1, MASK, 10, 11, 2]])
+    targets = np.where(inputs == MASK, 6, IGNORED)
+    for name, parameter in model.named_parameters():
+        assert gradcheck(lambda p: masked_lm_loss(model, inputs, targets), parameter, mode="projection"), name
+
+
+def test_the_masked_lm_loss_falls():
+    model = bert(d_model=16, d_ff=32, norm_placement="pre", dtype="float32")
+    sequences = np.array([[(start + t) % 20 + 4 for t in range(12)] for start in range(20)])
+    optimizer = Adam(model.named_parameters(), lr=1e-2)
+    rng, losses = np.random.default_rng(0), []
+    for _ in range(300):
+        inputs, targets = mask_tokens(sequences, rng, MASK, 24, SPECIAL, rate=0.3)
+        optimizer.zero_grad()
+        loss = masked_lm_loss(model, inputs, targets)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert np.mean(losses[-10:]) < 0.25 * np.mean(losses[:10])
+
+
+def test_a_model_refuses_the_other_kinds_config():
+    with pytest.raises(TypeError, match=r"EncoderOnlyTransformer: config must be a LanguageModelConfig\(causal=False\)"):
+        EncoderOnlyTransformer(tiny(), np.random.default_rng(0))
+    with pytest.raises(TypeError, match="DecoderOnlyTransformer: config must be a LanguageModelConfig"):
+        DecoderOnlyTransformer(tiny(causal=False), np.random.default_rng(0))
