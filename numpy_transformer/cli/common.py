@@ -21,8 +21,8 @@ def positive_integer(text):
 def thread_count(text):
     """argparse type: an integer from 1 to the number of processors."""
     cores = os.cpu_count() or 1
-    return _checked(text, int, lambda checks, value: checks.checked_integer(
-        f"the value (this machine has {cores} processors)", value, low=1, high=cores))
+    return _checked(text, int, lambda checks, value: checks.checked_integer("the value", value, low=1, high=cores),
+                    note=f" (this machine has {cores} processors)")
 
 
 def non_negative_integer(text):
@@ -35,13 +35,13 @@ def non_negative_number(text):
     return _checked(text, float, lambda checks, value: checks.checked_number("the value", value, low=0))
 
 
-def _checked(text, kind, check):
+def _checked(text, kind, check, note=""):
     import autograd.checks as checks
 
     try:
         return check(checks, kind(text))
     except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error).removeprefix("the value ")) from None
+        raise argparse.ArgumentTypeError(str(error).removeprefix("the value ") + note) from None
 
 
 def json_object(text):

@@ -2,13 +2,15 @@
 figure, for a new run or one resumed from its checkpoint. `numpy-transformer train` is this
 module plus printing.
 
-    run = Run.new("runs/mine", *resolve("default", training={"steps": 500}))
-    result = run.train()                  # checkpoints, log.jsonl and loss.png in runs/mine
-    run = Run.resume("runs/mine", training={"steps": 1000})
-    run.train()                           # steps 501 … 1000, as if never stopped
+    with Run.new("runs/mine", *resolve("default", training={"steps": 500})) as run:
+        result = run.train()              # checkpoints, log.jsonl and loss.png in runs/mine
+    with Run.resume("runs/mine", training={"steps": 1000}) as run:
+        run.train()                       # steps 501 … 1000, as if never stopped
 
 Nothing is written before the data, the tokenizers and the configuration are known to be good,
-so a bad input leaves no folder behind.
+so a bad input leaves no folder behind. The folder is locked while the run is open, and holds
+a manifest of the files the run writes (`run_folder.py`); data.json keeps a fingerprint of the
+corpus, which `evaluate` and `--resume` check.
 """
 import dataclasses
 import hashlib
