@@ -124,23 +124,21 @@ def _check_shapes(q_shape, k_shape, v_shape):
 
 
 def _check_bias(bias, scores_shape):
-    try:
-        fits = np.broadcast_shapes(bias.shape, scores_shape) == scores_shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"attention: bias of shape {bias.shape} does not broadcast to the scores' shape "
-                         f"{scores_shape} (…, n_q, n_k)")
+    _check_broadcasts("bias", bias.shape, scores_shape)
     return bias
 
 
 def _check_mask(mask, scores_shape):
     mask = boolean_mask(mask)
+    _check_broadcasts("mask", mask.shape, scores_shape)
+    return mask
+
+
+def _check_broadcasts(name, shape, scores_shape):
     try:
-        fits = np.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+        fits = np.broadcast_shapes(shape, scores_shape) == scores_shape
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"attention: mask of shape {mask.shape} does not broadcast to the scores' "
-                         f"shape {scores_shape} (…, n_q, n_k)")
-    return mask
+        raise ValueError(f"attention: {name} of shape {shape} does not broadcast to the scores' shape "
+                         f"{scores_shape} (…, n_q, n_k)")
