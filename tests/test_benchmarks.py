@@ -89,10 +89,13 @@ def test_bench_train_step_on_the_tiny_configuration_ends_with_the_json_line():
 
 def test_bench_decode_on_the_tiny_configuration_ends_with_the_json_line():
     out, results = bench_json("decode", "--configs", "tiny", "--runs", "1")
-    assert [r["config"] for r in results] == ["tiny"]
-    assert (results[0]["tokens"], results[0]["sentences"]) == (64, 64)
-    assert results[0]["cached_ms"] > 0 and results[0]["uncached_ms"] > 0
+    translation, generation = results[0], results[1:]
+    assert translation["config"] == "tiny" and (translation["tokens"], translation["sentences"]) == (64, 64)
+    assert translation["cached_ms"] > 0 and translation["uncached_ms"] > 0
     assert "Goal (cached greedy decoding" in out
+    assert [(r["model"], r["sequences"]) for r in generation] == [("decoder-only", 1), ("decoder-only", 16)]
+    assert all(r["cached_tokens_per_second"] > 0 and r["uncached_tokens_per_second"] > 0 for r in generation)
+    assert "tiny, decoder-only: 16 sequences × 64 tokens" in out
 
 
 def test_the_benchmark_batch_is_padded_like_a_training_batch():

@@ -13,16 +13,23 @@ untimed decode with a candidate id shows the whole 64-token path of every senten
 candidate appears in it, the next candidate is an id that does not, and so on. (With a random
 model and thousands of tokens the first candidate is nearly always one.) That untimed decode
 also warms the cached path up; the uncached runs are long enough not to need it.
+
+The decoder-only model of the same size (a `DecoderOnlyTransformer` with the configuration's
+decoder layers, d_model, heads and target vocabulary) generates 64 tokens greedily after a
+prompt of 8 random tokens, for 1 and for 16 sequences, with and without its cache; the figure
+is tokens per second (generated tokens of all sequences / wall time).
 """
 import statistics
 import time
 
 import numpy as np
 
-from numpy_transformer.benchmarks.configs import CONFIGS, DECODE_CONFIGS, EOS_ID, PAD_ID, SOS_ID, make_batch
+from numpy_transformer.benchmarks.configs import CONFIGS, DECODE_CONFIGS, DROPOUT, EOS_ID, PAD_ID, SOS_ID, make_batch
 
 N_TOKENS = 64
 SENTENCES = 64
+PROMPT = 8
+GENERATION_BATCHES = (1, 16)
 
 
 def build_model(config, seed=0):
@@ -64,6 +71,50 @@ def time_decoding(config, runs=3):
     return times
 
 
+def decoder_only_model(config, seed=0):
+    """The decoder-only model of the configuration's size, in evaluation mode."""
+    from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
+
+    sizes = {name: config.model[name] for name in ("d_model", "n_heads", "d_ff")}
+    lm_config = LanguageModelConfig(config.tgt_vocab, n_layers=config.model["n_decoder_layers"], dropout=DROPOUT,
+                                    max_len=PROMPT + N_TOKENS, pad_id=PAD_ID, **sizes)
+    return DecoderOnlyTransformer(lm_config, np.random.default_rng(seed)).eval()
+
+
+def time_generation(config, n_sequences, runs=3):
+    """{"cached": [seconds…], "uncached": [seconds…]}: N_TOKENS greedy tokens after a prompt of
+    PROMPT tokens for `n_sequences` sequences, the two alternated; the same tokens both ways."""
+    from numpy_transformer.sampling import generate
+
+    model = decoder_only_model(config)
+    prompt = np.random.default_rng(0).integers(3, config.tgt_vocab, (n_sequences, PROMPT))
+    times, outputs = {"cached": [], "uncached": []}, {}
+    for _ in range(runs):
+        for name in times:
+            start = time.perf_counter()
+            outputs[name] = generate(model, prompt, N_TOKENS, np.random.default_rng(0), temperature=0,
+                                     use_cache=name == "cached")
+            times[name].append(time.perf_counter() - start)
+    if outputs["cached"] != outputs["uncached"]:
+        raise RuntimeError(f"{config.name}: generating with and without the cache gave different tokens")
+    return times
+
+
+def generation_results(name, runs, log):
+    """A result dict per batch of GENERATION_BATCHES for the decoder-only model of `name`."""
+    results = []
+    for n_sequences in GENERATION_BATCHES:
+        times = time_generation(CONFIGS[name], n_sequences, runs)
+        cached, uncached = (n_sequences * N_TOKENS / statistics.median(times[key]) for key in ("cached", "uncached"))
+        results.append({"config": name, "model": "decoder-only", "sequences": n_sequences, "tokens": N_TOKENS,
+                        "cached_tokens_per_second": round(cached, 1), "uncached_tokens_per_second": round(uncached, 1),
+                        "speedup": round(cached / uncached, 2)})
+        log(f"{name}, decoder-only: {n_sequences} sequence{'s' if n_sequences > 1 else ''} × {N_TOKENS} tokens "
+            f"after {PROMPT}: with the cache {cached:,.0f} tokens/s, without {uncached:,.0f} tokens/s, "
+            f"{cached / uncached:.1f}× faster")
+    return results
+
+
 def profile_cached_decoding(config, top=20):
     """The profile table of one cached greedy decode of N_TOKENS tokens."""
     import autograd
@@ -91,4 +142,6 @@ def run(config_names=DECODE_CONFIGS, runs=3, profile=False, log=print):
             log(profile_cached_decoding(config))
     log("Goal (cached greedy decoding of 64 tokens ≥ 5× faster than recomputing): "
         + ", ".join(f"{r['config']} {r['speedup']:.1f}× {'met' if r['speedup'] >= 5 else 'missed'}" for r in results))
+    for name in config_names:
+        results += generation_results(name, runs, log)
     return results
