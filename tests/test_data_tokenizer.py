@@ -121,3 +121,51 @@ def test_detokenizing_written_text_changes_nothing():
     for pair in builtin_splits(n_pairs=300).train:
         once = detokenize(pair.tgt, "it")
         assert detokenize(once, "it") == once and " ." not in once and "' " not in once
+
+
+# Byte-level BPE (`--tokenizer bpe`).
+
+ENGLISH = ["the man eats the apple .", "the woman reads a long book .", "the teachers read the books ."] * 40
+
+
+def test_bpe_spells_any_text_and_decodes_it_back():
+    bpe = WordTokenizer.train_bpe(ENGLISH, "en", vocab_size=300)
+    assert bpe.kind == "bpe" and 260 <= bpe.vocab_size <= 300
+    assert [bpe.tokenizer.token_to_id(token) for token in ("[UNK]", "[PAD]", "[SOS]", "[EOS]")] == [0, 1, 2, 3]
+    for text in ("the man eats the apple .", "the caté zebra", "naïve 北京 ?"):
+        ids = bpe.encode(text)
+        assert bpe.unk_id not in ids and bpe.decode(ids) == text
+    assert bpe.unknown_words("the zebra") == []
+    assert len(bpe.encode("the woman reads")) < len("the woman reads")        # merges: fewer tokens than bytes
+
+
+def test_bpe_round_trips_through_a_file(tmp_path):
+    bpe = WordTokenizer.train_bpe(ENGLISH, "en", vocab_size=300)
+    bpe.save(tmp_path / "tokenizer_en.json")
+    loaded = WordTokenizer.load(tmp_path / "tokenizer_en.json")
+    assert loaded.kind == "bpe" and loaded.encode("the books") == bpe.encode("the books")
+
+
+def test_a_translation_run_trains_and_translates_with_bpe(tmp_path):
+    from numpy_transformer.training.checkpoint import load_checkpoint
+    from numpy_transformer.training.run import Run
+    from numpy_transformer.translation import translate
+    from run_helpers import tiny_configs
+
+    with Run.new(tmp_path / "run", *tiny_configs(data={"tokenizer": "bpe", "vocab_size": 300},
+                                                 training={"steps": 3}), report=None) as run:
+        run.train()
+        assert run.data.src_tokenizer.kind == run.data.tgt_tokenizer.kind == "bpe"
+    checkpoint = load_checkpoint(tmp_path / "run")
+    assert checkpoint.data_config.tokenizer == "bpe" and checkpoint.src_tokenizer.kind == "bpe"
+    [output] = translate(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, ["the cat sleeps ."])
+    assert isinstance(output, str)
+
+
+def test_an_unknown_tokenizer_kind_is_refused():
+    from numpy_transformer.training.configs import DataConfig
+
+    with pytest.raises(ValueError, match=r"tokenizer must be one of \('word', 'bpe'\), got 'char'"):
+        DataConfig(tokenizer="char")
+    with pytest.raises(ValueError, match="vocab_size must be an integer ≥ 260"):
+        DataConfig(tokenizer="bpe", vocab_size=100)

@@ -59,6 +59,8 @@ DATA_FLAGS = [
     ("--max-len", "max_len", int, "longest sentence in tokens, [SOS]/[EOS] included"),
     ("--length-policy", "length_policy", str, "longer pairs: drop (default) or truncate"),
     ("--min-frequency", "min_frequency", int, "a word enters the vocabulary when seen this often (default 2)"),
+    ("--tokenizer", "tokenizer", str, "word (the thesis's word-level vocabulary, the default) or bpe (byte-level BPE)"),
+    ("--vocab-size", "vocab_size", int, "entries of each BPE vocabulary (default 8000)"),
 ]
 
 

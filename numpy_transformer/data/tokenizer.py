@@ -1,7 +1,14 @@
-"""Word-level tokenizers, as in the thesis's experiments (§3.1): the `tokenizers` library's
-WordLevel model, the Whitespace pre-tokenizer (words and runs of punctuation: `l'uomo.` →
-`l` `'` `uomo` `.`), the special tokens [UNK] [PAD] [SOS] [EOS], and a vocabulary of the words
-seen at least twice in the training split (min_frequency 2): rarer words become [UNK].
+"""Tokenizers of the `tokenizers` library, two kinds (`--tokenizer`):
+
+- "word", as in the thesis's experiments (§3.1): the WordLevel model, the Whitespace
+  pre-tokenizer (words and runs of punctuation: `l'uomo.` → `l` `'` `uomo` `.`), and a
+  vocabulary of the words seen at least twice in the training split (min_frequency 2): rarer
+  words become [UNK];
+- "bpe", byte-level byte-pair encoding (GPT-2's): every text is bytes, and the vocabulary is
+  the 256 bytes and the merges of the most frequent adjacent pieces, up to `vocab_size`
+  entries, so no word is ever unknown and a rare word is spelled in pieces.
+
+Both have the special tokens [UNK] [PAD] [SOS] [EOS] first (ids 0–3).
 
 One tokenizer per language, saved beside the model as `tokenizer_en.json` and
 `tokenizer_it.json`.
@@ -19,12 +26,14 @@ from numpy_transformer.data.detokenize import detokenize
 SPECIAL_TOKENS = ("[UNK]", "[PAD]", "[SOS]", "[EOS]")
 UNK, PAD, SOS, EOS = SPECIAL_TOKENS
 MIN_FREQUENCY = 2
+KINDS = ("word", "bpe")
+BYTES = 256                     # the byte-level alphabet every BPE vocabulary starts from
 FILE_NAME = re.compile(r"tokenizer_([A-Za-z_-]+)\.json$")
 
 
 class WordTokenizer:
-    """A `tokenizers.Tokenizer` with a WordLevel model, and the language it is for (which
-    detokenizing rules apply)."""
+    """A `tokenizers.Tokenizer` (a WordLevel or a byte-level BPE model) and the language it is
+    for (which detokenizing rules apply)."""
 
     def __init__(self, tokenizer, language):
         self.tokenizer, self.language = tokenizer, language
@@ -44,6 +53,27 @@ class WordTokenizer:
                                             show_progress=False)
         tokenizer.train_from_iterator(sentences, trainer=trainer)
         return cls(tokenizer, language)
+
+    @classmethod
+    def train_bpe(cls, sentences, language, vocab_size, min_frequency=MIN_FREQUENCY):
+        """Learn byte-level BPE merges from an iterable of sentences until the vocabulary has
+        `vocab_size` entries (the special tokens and the 256 bytes included), merging pairs
+        seen at least `min_frequency` times."""
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        tokenizer = Tokenizer(models.BPE(unk_token=UNK))
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                      special_tokens=list(SPECIAL_TOKENS), show_progress=False,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        tokenizer.train_from_iterator(sentences, trainer=trainer)
+        return cls(tokenizer, language)
+
+    @property
+    def kind(self):
+        """"word" or "bpe"."""
+        return "bpe" if type(self.tokenizer.model).__name__ == "BPE" else "word"
 
     @classmethod
     def load(cls, path, language=None):
@@ -94,7 +124,10 @@ class WordTokenizer:
         return [sum(start <= begin for start in starts) - 1 for begin, _ in encoding.offsets]
 
     def unknown_words(self, text):
-        """The words of `text` that are not in the vocabulary (they encode as [UNK])."""
+        """The words of `text` that are not in the vocabulary (they encode as [UNK]); none for
+        byte-level BPE, which spells any word in bytes."""
+        if self.kind == "bpe":
+            return []
         pieces = self.tokenizer.pre_tokenizer.pre_tokenize_str(text)
         return [piece for piece, _ in pieces if self.tokenizer.token_to_id(piece) is None]
 
@@ -132,12 +165,20 @@ def tokenizer_path(directory, language):
     return Path(directory) / f"tokenizer_{language}.json"
 
 
-def train_tokenizers(splits, min_frequency=MIN_FREQUENCY):
-    """(source, target) tokenizers trained on the training split of a `DataSplits` only (the
-    validation and test words the model never saw stay unknown, as they would in use)."""
-    source = WordTokenizer.train((pair.src for pair in splits.train), splits.src_language, min_frequency)
-    target = WordTokenizer.train((pair.tgt for pair in splits.train), splits.tgt_language, min_frequency)
-    return source, target
+def train_tokenizers(splits, min_frequency=MIN_FREQUENCY, kind="word", vocab_size=None):
+    """(source, target) tokenizers of `kind` trained on the training split of a `DataSplits`
+    only (the validation and test words the model never saw stay unknown, as they would in use);
+    `vocab_size`: the entries of each BPE vocabulary."""
+    if kind not in KINDS:
+        raise ValueError(f"the tokenizer must be one of {KINDS}, got {kind!r}")
+
+    def train(sentences, language):
+        if kind == "bpe":
+            return WordTokenizer.train_bpe(sentences, language, vocab_size, min_frequency)
+        return WordTokenizer.train(sentences, language, min_frequency)
+
+    return (train((pair.src for pair in splits.train), splits.src_language),
+            train((pair.tgt for pair in splits.train), splits.tgt_language))
 
 
 def save_tokenizers(directory, *tokenizers):

@@ -24,6 +24,7 @@ from numpy_transformer.data import DATASET_NAMES
 from numpy_transformer.data.batching import POLICIES
 from numpy_transformer.data.corpus import SUBSET_MODES
 from numpy_transformer.data.opus import parse_pair
+from numpy_transformer.data.tokenizer import BYTES, KINDS as TOKENIZER_KINDS
 from numpy_transformer.model import analytic_parameter_count
 from numpy_transformer.training.presets import get_preset
 
@@ -44,7 +45,10 @@ class DataConfig(JsonConfig):
     | seed           | generates (built-in), subsets and splits the corpus 90/5/5               |
     | max_len        | longest sentence in tokens, [SOS]/[EOS] included; the model's max_len    |
     | length_policy  | "drop" the longer pairs, or "truncate" them                              |
-    | min_frequency  | a word enters the vocabulary when seen this often in training (2)        |
+    | min_frequency  | a word (or, for BPE, a merge) enters the vocabulary when seen this often  |
+    |                | in training (2)                                                          |
+    | tokenizer      | "word" (the thesis's word-level vocabulary) or "bpe" (byte-level BPE)    |
+    | vocab_size     | the entries of each BPE vocabulary (ignored by "word")                   |
     | fingerprint    | {"pairs": N, "sha256": …} of the corpus's pairs, set by the run that     |
     |                | trained on them: `evaluate` and `--resume` refuse other data             |
     """
@@ -58,6 +62,8 @@ class DataConfig(JsonConfig):
     max_len: int = 64
     length_policy: str = "drop"
     min_frequency: int = 2
+    tokenizer: str = "word"
+    vocab_size: int = 8000
     fingerprint: dict = None
 
     def validate(self):
@@ -71,6 +77,8 @@ class DataConfig(JsonConfig):
         self.check(checked_integer, "max_len", 3)
         self.check_choice("length_policy", POLICIES)
         self.check(checked_integer, "min_frequency", 1)
+        self.check_choice("tokenizer", TOKENIZER_KINDS)
+        self.check(checked_integer, "vocab_size", BYTES + 4)
         if self.fingerprint is not None and not (isinstance(self.fingerprint, dict)
                                                  and set(self.fingerprint) == {"pairs", "sha256"}):
             self.fail(f"fingerprint must be None or {{\"pairs\": N, \"sha256\": …}}, got {self.fingerprint!r}")

@@ -45,10 +45,11 @@ class PreparedData:
         """The lines `train` prints about its data."""
         splits, src, tgt = self.splits, self.src_tokenizer, self.tgt_tokenizer
         unknown, total = src.count_unknown(pair.src for pair in splits.validation)
+        kind = "words seen at least twice in training" if src.kind == "word" else "byte-level BPE: bytes and merges"
         return [f"data: {splits.source}",
                 f"pairs: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
                 f"training pairs: {self.train.report()}",
-                f"vocabularies (words seen at least twice in training, + 4 special tokens): "
+                f"vocabularies ({kind}, + 4 special tokens): "
                 f"{src.vocab_size:,} {splits.src_language}, {tgt.vocab_size:,} {splits.tgt_language}; "
                 f"{unknown / max(total, 1):.1%} of the validation {splits.src_language} tokens are [UNK]"]
 
@@ -102,7 +103,8 @@ def prepare_data(data_config, cache_dir=None, tokenizers=None, progress=True):
         raise ValueError(f"{splits.source}: {n} pairs are too few to split into training, validation and test pairs "
                          f"(a run needs at least 3)")
     check_same_data(data_config, splits)
-    src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency)
+    src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency, data_config.tokenizer,
+                                              data_config.vocab_size)
     train, validation = (encode_pairs(pairs, src, tgt, data_config.max_len, data_config.length_policy)
                          for pairs in (splits.train, splits.validation))
     if len(train) == 0:
