@@ -16,7 +16,7 @@ tolerances lie in [0, 1) (with rtol ≥ 1 a zero gradient would pass against any
 """
 import numpy as np
 
-from autograd.checks import checked_number
+from autograd.checks import checked_integer, checked_number
 from autograd.engine import Tensor, no_grad
 
 
@@ -36,6 +36,7 @@ def gradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-4, mode="auto", num_proj
     eps = checked_number("gradcheck: eps (the step h)", eps, low=0, low_open=True)
     atol, rtol = (checked_number(f"gradcheck: {name}", value, 0, 1, high_open=True)
                   for name, value in (("atol", atol), ("rtol", rtol)))
+    num_projections = checked_integer("gradcheck: num_projections", num_projections, low=1)   # 0 would check nothing
     out = fn(*inputs)
     if not isinstance(out, Tensor):
         raise TypeError(f"gradcheck: fn must return a Tensor, got {type(out).__name__}")

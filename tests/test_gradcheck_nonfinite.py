@@ -37,7 +37,7 @@ def test_a_nan_input_is_refused():
 @pytest.mark.parametrize("settings, message", [
     (dict(eps=0.0), "eps"), (dict(eps=np.nan), "eps"), (dict(eps=-1e-6), "eps"),
     (dict(atol=np.nan), "atol"), (dict(atol=np.inf), "atol"), (dict(atol=1e300), "atol"), (dict(atol=-1.0), "atol"),
-    (dict(rtol=np.nan), "rtol"), (dict(rtol=1.0), "rtol"),
+    (dict(rtol=np.nan), "rtol"), (dict(rtol=1.0), "rtol"), (dict(num_projections=0), "num_projections"),
 ])
 def test_a_step_or_tolerance_that_cannot_fail_is_refused(settings, message):
     with pytest.raises(ValueError, match=message):
