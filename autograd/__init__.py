@@ -11,6 +11,7 @@ from autograd.composite_mode import composite, is_composite
 from autograd.ops import concatenate, stack, split, where, masked_fill
 from autograd.gradcheck import gradcheck, GradcheckError
 from autograd.profiler import profile
+from autograd.checkpointing import checkpoint
 
 __all__ = ["Tensor", "Function", "no_grad", "is_grad_enabled", "composite", "is_composite", "gradcheck", "GradcheckError",
-           "concatenate", "stack", "split", "where", "masked_fill", "profile"]
+           "concatenate", "stack", "split", "where", "masked_fill", "profile", "checkpoint"]

@@ -10,6 +10,7 @@ import numpy as np
 
 import autograd.functional as F
 from autograd import ops
+from autograd.checkpointing import checkpoint
 from autograd.engine import Tensor
 from autograd.gradcheck import analytic_jacobian, numerical_jacobian
 
@@ -68,7 +69,15 @@ CASES = [
          ((4, 5),)),
     Case("dropout (training)", lambda a: F.dropout(a, 0.3, True, np.random.default_rng(0)), ((3, 4),)),
     Case("embedding (repeated ids)", lambda w: F.embedding(w, _IDS), ((5, 3),)),
+    Case("checkpoint (with dropout)", lambda a, b: _checkpointed_dropout(a, b), ((3, 4), (4,))),
 ]
+
+
+def _checkpointed_dropout(a, b):
+    """dropout(tanh(a · b)) under `checkpoint`: a fresh generator each call, so that every call
+    draws the same mask; the recomputation in backward must draw it again."""
+    rng = np.random.default_rng(0)
+    return checkpoint(lambda x, y: F.dropout((x * y).tanh(), 0.5, True, rng), a, b, generators=[rng])
 
 
 def max_gradient_error(case, rng):
