@@ -10,7 +10,12 @@ checkpointed piece at a time; cost: fn's forward pass once more.
 
 The recomputation must draw the same random numbers as the forward pass (dropout's masks):
 `generators` are the numpy Generators fn draws from; their states are set back to those of the
-forward pass for the recomputation and restored afterwards, so nothing else sees a difference.
+forward pass for the recomputation and restored afterwards, so nothing else sees a difference
+(`Module.generators()` lists a model's).
+
+Every Tensor fn reads that is itself computed (not a parameter or other leaf) and needs a
+gradient must be one of `tensors`, not a variable fn closes over: the recomputation's backward
+would otherwise run into the graph that computed it.
 """
 from autograd.engine import Function, Tensor, is_grad_enabled, no_grad
 

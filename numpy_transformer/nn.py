@@ -56,6 +56,17 @@ class Module:
             if isinstance(member, Module):
                 yield from member.named_modules(_join(prefix, name))
 
+    def generators(self):
+        """The distinct numpy Generators this module and its submodules draw from (dropout), in
+        module order: what a checkpoint must save to continue exactly, and what gradient
+        checkpointing must rewind to recompute the same masks."""
+        found = {}
+        for _, module in self.named_modules():
+            for value in vars(module).values():
+                if isinstance(value, np.random.Generator):
+                    found.setdefault(id(value), value)
+        return list(found.values())
+
     def _named_tensors(self, prefix=""):
         """(dotted name, Tensor) for every parameter and buffer, in definition order."""
         for name, member in self._members():

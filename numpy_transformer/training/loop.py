@@ -48,16 +48,6 @@ def run_generators(seed):
     return np.random.default_rng(model_seed), np.random.default_rng(data_seed)
 
 
-def model_generators(model):
-    """The distinct numpy Generators the model's modules draw from (dropout), in module order."""
-    found = {}
-    for _, module in model.named_modules():
-        for value in vars(module).values():
-            if isinstance(value, np.random.Generator):
-                found.setdefault(id(value), value)
-    return list(found.values())
-
-
 def make_optimizer(model, config):
     """Adam with the betas, eps and learning rate (schedule) of a TrainingConfig."""
     return Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
@@ -119,7 +109,7 @@ class Trainer:
         self.train_data, self.validation_data = train_data, validation_data
         self.data_rng, self.log, self.save, self.report = data_rng, log, save, report
         self.progress = progress
-        self.generators = model_generators(model)
+        self.generators = model.generators()
         self.batches_per_epoch = len(batch_indices(train_data, config.batch_size, np.random.default_rng(0),
                                                    config.similar_lengths))
         self.total_steps = config.total_steps(self.batches_per_epoch)
