@@ -229,8 +229,16 @@ def test_a_full_disk_while_saving_is_one_line_and_keeps_the_last_checkpoint(tmp_
 
     monkeypatch.setattr(checkpoint_module.np, "savez", disk_full)
     status, _, err = run_main(["train", "--out", folder, "--resume", "--steps", "10", "--quiet"])
-    assert status == 1 and "the disk is full" in one_error_line(err)
+    assert status == 1 and f"{folder / 'checkpoint.npz'}: the disk is full" in one_error_line(err)
     assert (folder / "checkpoint.npz").read_bytes() == before
+
+
+def test_a_folder_that_cannot_be_written_is_refused_before_any_data_loads(tmp_path, monkeypatch):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: not (Path(path) == folder and mode == os.W_OK))
+    status, _, err = tiny_train(folder)
+    assert status == 1 and f"cannot write in {folder}" in one_error_line(err)
 
 
 def test_an_out_that_is_a_file_is_refused_before_any_data_loads(tmp_path):

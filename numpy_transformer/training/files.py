@@ -16,6 +16,11 @@ def atomic_write(path, write):
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)
+    except OSError as error:                    # name the file being written, not its temporary
+        temporary.unlink(missing_ok=True)
+        if error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror, str(path)) from error
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

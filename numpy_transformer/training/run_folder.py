@@ -73,6 +73,9 @@ class RunFolder:
         """A RunFolderError unless a new run may write here (the module docstring says when)."""
         if not self.directory.exists():
             return
+        if not os.access(self.directory, os.W_OK):
+            raise RunFolderError(f"cannot write in {self.directory} (a read-only file system, or no permission): "
+                                 f"choose a folder you can write to with --out")
         self._check_not_in_use()
         present = sorted(p.name for p in self.directory.iterdir() if p.name != LOCK)
         written = set(_read_manifest(self.directory))
