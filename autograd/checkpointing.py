@@ -20,14 +20,23 @@ would otherwise run into the graph that computed it.
 from autograd.engine import Function, Tensor, is_grad_enabled, no_grad
 
 
-def checkpoint(fn, *tensors, generators=()):
-    """fn(*tensors), a Tensor, whose graph is rebuilt in backward instead of kept (see above).
-    At least one input must require grad when gradients are on: the gradients of fn's
+def checkpoint(fn, *arguments, generators=()):
+    """fn(*arguments), a Tensor, whose graph is rebuilt in backward instead of kept (see above).
+    The Tensors among `arguments` are the op's inputs; the others (None, masks) go to fn as they
+    are. At least one input must require grad when gradients are on: the gradients of fn's
     parameters reach them only through the recomputation that backward starts."""
-    if is_grad_enabled() and not any(isinstance(t, Tensor) and t.requires_grad for t in tensors):
+    places = [i for i, argument in enumerate(arguments) if isinstance(argument, Tensor)]
+    if is_grad_enabled() and not any(arguments[i].requires_grad for i in places):
         raise ValueError("checkpoint: no input requires grad, so backward would never recompute fn and its "
                          "parameters would get no gradient; pass a Tensor with requires_grad=True")
-    return Checkpoint.apply(*tensors, fn=fn, generators=tuple(generators))
+
+    def with_constants(*tensors):
+        filled = list(arguments)
+        for i, tensor in zip(places, tensors):
+            filled[i] = tensor
+        return fn(*filled)
+
+    return Checkpoint.apply(*[arguments[i] for i in places], fn=with_constants, generators=tuple(generators))
 
 
 class Checkpoint(Function):

@@ -30,7 +30,7 @@ _SIZES = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "n_e
           "n_decoder_layers", "max_len")
 _CHOICES = {"positional": POSITIONAL_KINDS, "norm_variant": NORM_VARIANTS, "norm_placement": NORM_PLACEMENTS,
             "activation": ACTIVATIONS, "attention": ATTENTION_KINDS, "dtype": DTYPES}
-_FLAGS = ("tie_embeddings", "share_source_embedding")
+_FLAGS = ("tie_embeddings", "share_source_embedding", "gradient_checkpointing")
 
 
 class JsonConfig:
@@ -127,6 +127,8 @@ class TransformerConfig(JsonConfig):
     | tie_embeddings           | the projection P is the target embedding transposed       | §1.2.5      |
     | share_source_embedding   | one embedding for both languages (one vocabulary)         |             |
     | pad_id                   | the padding token of both vocabularies (masked as a key)  | eq. (10)    |
+    | gradient_checkpointing   | recompute the layers' activations in backward, ⌈√L⌉       | notes       |
+    |                          | segments of ⌈√L⌉ layers per stack (autograd.checkpoint)   |             |
     | dtype                    | "float32" (training) or "float64" (gradient checks)       |             |
 
     The config is frozen; `dataclasses.replace(config, d_model=256)` gives a validated copy.
@@ -155,6 +157,7 @@ class TransformerConfig(JsonConfig):
     tie_embeddings: bool = False
     share_source_embedding: bool = False
     pad_id: int = 0
+    gradient_checkpointing: bool = False
     dtype: str = "float32"
 
     def __post_init__(self):

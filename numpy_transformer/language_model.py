@@ -59,6 +59,7 @@ class LanguageModelConfig(JsonConfig):
     attention: str = "full"
     attention_options: dict = dataclasses.field(default_factory=dict, hash=False)
     tie_embeddings: bool = True
+    gradient_checkpointing: bool = False
     causal: bool = True
     pad_id: int = 0
     dtype: str = "float32"
@@ -126,8 +127,11 @@ class DecoderOnlyTransformer(Module):
         if cache is None:
             mask = mask & padding_mask(ids, self.config.pad_id)                 # (batch, 1, n, n)
         bias = self.stack.position_bias(n, n_keys, start)
-        for i, layer in enumerate(self.stack.layers):
-            x = layer(x, mask, bias, None if cache is None else cache.setdefault(i, {}))
+        if cache is None:
+            x = self.stack.through_layers(x, mask, bias)
+        else:
+            for i, layer in enumerate(self.stack.layers):
+                x = layer(x, mask, bias, cache.setdefault(i, {}))
         return self.project(self.stack.finish(x))
 
     def project(self, h):
@@ -162,9 +166,7 @@ class EncoderOnlyTransformer(Module):
             raise ValueError(f"ids of shape {ids.shape} are longer than max_len={self.config.max_len}")
         x = self.stack.embed(ids)
         mask, bias = padding_mask(ids, self.config.pad_id), self.stack.position_bias(ids.shape[1], ids.shape[1])
-        for layer in self.stack.layers:
-            x = layer(x, mask, bias)
-        return self.stack.finish(x)
+        return self.stack.finish(self.stack.through_layers(x, mask, bias))
 
     def forward(self, ids):
         """Logits (batch, n, vocab_size) of the token at every position, read from both sides."""

@@ -15,9 +15,13 @@ whose stacks end with one more LayerNorm. Every hyper-parameter comes from a
 
     from numpy_transformer.model import Transformer, TransformerConfig
 """
+import functools
+import math
+
 import numpy as np
 
 import autograd.functional as F
+from autograd import checkpoint, is_grad_enabled
 from autograd.checks import checked_integer, checked_token_ids
 from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.attention.relative import RelativePositionBias
@@ -150,6 +154,7 @@ class Stack(Module):
             config.relative_max_distance, config.dtype) if config.positional == "relative" else None
         self.layers = [layer(config, rng) for _ in range(n_layers)]
         self.final_norm = layer_norm(config) if config.norm_placement == "pre" else None
+        self.segment = math.ceil(math.sqrt(n_layers)) if config.gradient_checkpointing else None
 
     def embed(self, ids, start=0):
         """ids (batch, n) → √d · Wᴱ[ids] + P[start : start + n], dropout: (batch, n, d)."""
@@ -159,6 +164,18 @@ class Stack(Module):
         """The relative position bias (1, heads, n_q, n_k) of queries at start … start + n_q − 1,
         or None without relative positions."""
         return None if self.relative_bias is None else self.relative_bias(n_q, n_k, start)
+
+    def through_layers(self, x, *context):
+        """x through every layer, x ← layer(x, *context); `context` holds what every layer reads
+        besides x (the encoder output, the masks, the relative bias). With gradient
+        checkpointing the layers run in ⌈√L⌉ segments of ⌈√L⌉ under autograd.checkpoint, so
+        backward keeps the activations of one segment at a time: O(√L) layers' worth, not O(L)."""
+        if self.segment is None or not is_grad_enabled():
+            return _through(self.layers, x, *context)
+        for begin in range(0, len(self.layers), self.segment):
+            segment = functools.partial(_through, self.layers[begin:begin + self.segment])
+            x = checkpoint(segment, x, *context, generators=self.generators())
+        return x
 
     def finish(self, x):
         """The stack's output: LayerNorm(x) in pre-norm, x itself in post-norm."""
@@ -176,9 +193,7 @@ class Encoder(Stack):
         """src_ids (batch, n_src) → memory Z (batch, n_src, d)."""
         x = self.embed(src_ids)                                      # (batch, n_src, d)
         bias = self.position_bias(x.shape[1], x.shape[1])
-        for layer in self.layers:
-            x = layer(x, src_mask, bias)
-        return self.finish(x)
+        return self.finish(self.through_layers(x, src_mask, bias))
 
 
 class Decoder(Stack):
@@ -194,8 +209,10 @@ class Decoder(Stack):
         y = self.embed(tgt_ids, start)                               # (batch, n_tgt, d)
         n_tgt = y.shape[1]
         bias = self.position_bias(n_tgt, start + n_tgt, start)       # the keys: every position so far
+        if cache is None:
+            return self.finish(self.through_layers(y, memory, src_mask, tgt_mask, None, bias))
         for i, layer in enumerate(self.layers):
-            y = layer(y, memory, src_mask, tgt_mask, None if cache is None else cache.setdefault(i, {}), bias)
+            y = layer(y, memory, src_mask, tgt_mask, cache.setdefault(i, {}), bias)
         return self.finish(y)
 
 
@@ -289,6 +306,12 @@ class Transformer(Module):
             raise ValueError(f"{name} of shape {ids.shape} at positions {start}..{last} "
                              f"is longer than max_len={self.config.max_len}")
         return ids
+
+
+def _through(layers, x, *context):
+    for layer in layers:
+        x = layer(x, *context)
+    return x
 
 
 def count_parameters(model):

@@ -79,3 +79,50 @@ def test_a_piece_must_return_a_tensor_and_take_a_tensor_that_requires_grad():
         autograd.checkpoint(lambda x: x * 2, Tensor(np.ones(3)))
     with autograd.no_grad():
         assert autograd.checkpoint(lambda x: x * 2, Tensor(np.ones(3))).data.tolist() == [2.0, 2.0, 2.0]
+
+
+# The models' option: gradient_checkpointing=True.
+
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig  # noqa: E402
+from numpy_transformer.model import Transformer  # noqa: E402
+
+SRC = np.array([[3, 4, 5, 6, 7], [8, 9, 3, 0, 0]])
+TGT = np.array([[1, 5, 6, 7], [1, 8, 0, 0]])
+
+
+def transformer(checkpointing, **overrides):
+    config = TransformerConfig(10, 10, d_model=8, n_heads=2, d_ff=16, n_encoder_layers=4, n_decoder_layers=5,
+                               dropout=0.1, max_len=16, dtype="float64", gradient_checkpointing=checkpointing,
+                               **overrides)
+    return Transformer(config, np.random.default_rng(0))
+
+
+def language_model(model_class, checkpointing, causal):
+    config = LanguageModelConfig(10, d_model=8, n_heads=2, d_ff=16, n_layers=4, dropout=0.1, max_len=16,
+                                 dtype="float64", gradient_checkpointing=checkpointing, causal=causal)
+    return model_class(config, np.random.default_rng(0))
+
+
+MODELS = {
+    "encoder-decoder": (lambda on: transformer(on), lambda model: model(SRC, TGT)),
+    "encoder-decoder, relative": (lambda on: transformer(on, positional="relative", relative_buckets=8,
+                                                         relative_max_distance=16), lambda model: model(SRC, TGT)),
+    "decoder-only": (lambda on: language_model(DecoderOnlyTransformer, on, True), lambda model: model(SRC)),
+    "encoder-only": (lambda on: language_model(EncoderOnlyTransformer, on, False), lambda model: model(SRC)),
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_model_with_gradient_checkpointing_gives_the_same_logits_and_gradients(name):
+    build, run = MODELS[name]
+    results, graph_sizes = [], []
+    for on in (False, True):
+        model = build(on)                                   # the same seed: the same weights and dropout masks
+        logits = run(model)
+        graph_sizes.append(len(topological_order(logits)))
+        (logits * logits).sum().backward()
+        results.append((logits.data, {n: p.grad for n, p in model.named_parameters()}))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=0, atol=1e-12)
+    for n, grad in results[0][1].items():
+        np.testing.assert_allclose(results[1][1][n], grad, rtol=0, atol=1e-12, err_msg=n)
+    assert graph_sizes[1] < graph_sizes[0] / 2                 # the layers' graphs are not kept

@@ -82,6 +82,9 @@ def add_parser(commands):
     special.add_argument("--layers", type=int, help="encoder and decoder layers (both)")
     special.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction, dest="model.tie_embeddings",
                          help="the output projection is the target embedding transposed")
+    special.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction,
+                         dest="model.gradient_checkpointing",
+                         help="recompute the layers' activations in backward (√L segments): less memory, more time")
     special.add_argument("--lr", type=float, help="a constant learning rate (the thesis's runs: 1e-4)")
     special.add_argument("--warmup", type=int, metavar="STEPS",
                          help="the warm-up schedule d^-0.5·min(t^-0.5, t·STEPS^-1.5) (the default preset's)")
