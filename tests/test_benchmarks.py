@@ -131,3 +131,22 @@ def test_the_command_line_has_bench_train_step_and_bench_decode():
         ["thesis", "base"], 10, True, False, bench_train_step_command)
     args = build_parser().parse_args(["bench", "decode", "--json"])
     assert (args.configs, args.runs, args.json, args.run) == (["thesis", "default"], 3, True, bench_decode_command)
+
+
+def test_bench_memory_shows_checkpointing_keeping_less_as_the_model_deepens(tmp_path):
+    from numpy_transformer.benchmarks.memory import run
+
+    summary = run(layers=(1, 2, 4), out_dir=tmp_path, log=lambda line: None)
+    plain, checkpointed = (summary["results"][name] for name in ("plain", "checkpointed"))
+    assert [r["layers"] for r in plain] == [1, 2, 4]
+    assert checkpointed[-1]["activation_mb"] < 0.8 * plain[-1]["activation_mb"]
+    assert summary["exponents"]["checkpointed"] < summary["exponents"]["plain"]
+    assert (tmp_path / "memory_benchmark.png").is_file() and (tmp_path / "memory_benchmark.json").is_file()
+
+
+def test_the_command_line_has_bench_memory():
+    from numpy_transformer.cli import build_parser
+    from numpy_transformer.cli.bench import bench_memory_command
+
+    args = build_parser().parse_args(["bench", "memory", "--max-layers", "4"])
+    assert (args.max_layers, args.run) == (4, bench_memory_command)

@@ -7,6 +7,7 @@
 | train_step.py      | a training step of this project's model against PyTorch, time and memory  |
 | decode.py          | greedy decoding with and without the key/value cache                      |
 | configs.py         | the model configurations and batches the last two measure                 |
+| memory.py          | gradient checkpointing: activation memory and time against the depth L    |
 
 docs/performance.md and docs/chapter2.md give their figures.
 """

@@ -130,9 +130,10 @@ def measure(variant, n, seed=0):
     return min(times), peak
 
 
-def slope(ns, values):
-    """The least-squares slope of log(value) against log(n) over n ≥ FIT_FROM."""
-    points = [(math.log(n), math.log(value)) for n, value in zip(ns, values) if n >= FIT_FROM]
+def slope(ns, values, fit_from=FIT_FROM):
+    """The least-squares slope of log(value) against log(n) over n ≥ fit_from: the exponent
+    of a growth value ∝ n^slope."""
+    points = [(math.log(n), math.log(value)) for n, value in zip(ns, values) if n >= fit_from]
     if len(points) < 2:
         return float("nan")
     x, y = np.array(points).T

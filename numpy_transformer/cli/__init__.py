@@ -5,7 +5,7 @@
     numpy-transformer evaluate --checkpoint DIR [--split test|validation] [--beam N]
     numpy-transformer attention --checkpoint DIR "a sentence" [--out DIR]
     numpy-transformer gradcheck
-    numpy-transformer bench attention | train-step | decode
+    numpy-transformer bench attention | train-step | decode | memory
 
 Each command module has `add_parser(commands)` and `command(args)`. Importing this package
 imports no NumPy: BLAS reads its thread count once, when NumPy loads, so `main` sets it from

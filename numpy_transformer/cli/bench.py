@@ -23,9 +23,9 @@ from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, non_negative_int
 
 
 def add_parser(commands):
-    """Add `bench attention | train-step | decode` to the CLI's subcommands."""
+    """Add `bench attention | train-step | decode | memory` to the CLI's subcommands."""
     bench = commands.add_parser("bench", help="measure the attention variants, a training step against PyTorch, "
-                                              "decoding with and without the cache")
+                                              "decoding with and without the cache, gradient checkpointing's memory")
     benchmarks = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
     attention = benchmarks.add_parser(
         "attention", help="time and peak memory of every attention variant, forward + backward, n = 256 … max-n")
@@ -36,6 +36,14 @@ def add_parser(commands):
     attention.set_defaults(run=bench_attention_command)
     _add_train_step_command(benchmarks)
     _add_decode_command(benchmarks)
+    memory = benchmarks.add_parser(
+        "memory", help="activation memory and time of a training step for L = 1 … 24 layers, with and without "
+                       "gradient checkpointing, and the fitted growth exponents")
+    memory.add_argument("--max-layers", type=positive_integer, default=24, help="the deepest model (default 24)")
+    memory.add_argument("--out", default="benchmark_results", help="folder for the figure and JSON "
+                                                                   "(default benchmark_results)")
+    _add_threads_argument(memory, "BLAS threads")
+    memory.set_defaults(run=bench_memory_command)
 
 
 def _add_threads_argument(parser, what="threads of BLAS and of PyTorch"):
@@ -103,6 +111,18 @@ def bench_attention_command(args):
     for (kind, scale), values in errors.items():
         print(f"random features {kind}, N(0, {scale}²) entries: median errors {', '.join(f'{e:.3g}' for e in values)}")
     run(args.max_n, out, log=lambda line: print(line, flush=True))
+    return 0
+
+
+def bench_memory_command(args):
+    """Measure gradient checkpointing's memory and time; the figure and JSON go to args.out."""
+    status = _rerun_with_blas_threads(args.blas_threads, ["memory", "--max-layers", str(args.max_layers),
+                                                          "--out", str(args.out)])
+    if status is not None:
+        return status
+    from numpy_transformer.benchmarks.memory import LAYERS, run
+
+    run([n for n in LAYERS if n <= args.max_layers], args.out, log=lambda line: print(line, flush=True))
     return 0
 
 
