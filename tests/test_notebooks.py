@@ -14,6 +14,7 @@ PAGES = {"chapter1.md": 8, "chapter2.md": 6, "chapter3.md": 5, "language_models.
 def code_cells(page):
     notebook = jupytext.read(ROOT / "docs" / page)
     assert notebook.metadata["jupytext"]["text_representation"]["format_name"] == "markdown"
+    assert notebook.metadata["kernelspec"]["language"] == "python"
     return [cell.source for cell in notebook.cells if cell.cell_type == "code"]
 
 
@@ -23,6 +24,8 @@ def test_the_chapter_runs_cell_by_cell(page, monkeypatch, capsys):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     cells = code_cells(page)
     assert len(cells) >= PAGES[page], f"{page} has {len(cells)} code cells"
+    shell = [source for source in cells if source.lstrip().startswith(("%", "!"))]
+    assert not shell, f"{page}: a ```bash block becomes a shell cell that Jupyter's Run All would run: {shell[0]!r}"
     namespace, started = {"__name__": "__main__"}, time.perf_counter()
     for number, source in enumerate(cells, start=1):
         try:
