@@ -11,7 +11,8 @@ it writes beside them only when none has a name the run would write.
 The lock file is created with O_CREAT | O_EXCL, which the file system makes atomic: of two runs
 started on one folder, exactly one creates it, and the other is refused with the holder's
 process id. A lock left by a process that no longer runs on this host (killed with kill -9)
-is stale: it is taken over, and the run says so.
+is stale: it is taken over, and the run says so. Taking it over moves it aside by a rename and
+checks what was moved, so that two runs taking over one stale lock at once cannot both win.
 """
 import json
 import os
@@ -96,17 +97,31 @@ class RunFolder:
     def _lock(self):
         path = self.directory / LOCK
         record = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-        for _ in range(2):
+        for _ in range(3):
             try:
                 descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 self.stale_lock_taken = self._check_not_in_use()
-                path.unlink(missing_ok=True)
+                self._remove_stale_lock(path)
                 continue
             with os.fdopen(descriptor, "w") as file:
                 file.write(record)
             return
         raise RunFolderError(f"{self.directory}: could not take the lock {path}")
+
+    def _remove_stale_lock(self, path):
+        """Move the stale lock aside (a rename: of two runs taking it over at once, one moves it)
+        and delete it, unless it is no longer the stale one: then another run has just taken the
+        folder, and its lock goes back in place for the next attempt to find."""
+        aside = path.with_name(f"{path.name}.{os.getpid()}")
+        try:
+            os.rename(path, aside)
+        except FileNotFoundError:
+            return                                # another run moved it first
+        if _is_alive(_read_lock(aside), aside):
+            os.rename(aside, path)
+        else:
+            aside.unlink(missing_ok=True)
 
     def _check_not_in_use(self):
         """A RunFolderError if a live process holds the lock; else the stale holder's pid (or None)."""
