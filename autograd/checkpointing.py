@@ -14,8 +14,8 @@ forward pass for the recomputation and restored afterwards, so nothing else sees
 (`Module.generators()` lists a model's).
 
 Every Tensor fn reads that is itself computed (not a parameter or other leaf) and needs a
-gradient must be one of `tensors`, not a variable fn closes over: the recomputation's backward
-would otherwise run into the graph that computed it.
+gradient must be one of its `arguments`, not a variable fn closes over: the recomputation's
+backward would otherwise run into the graph that computed it.
 """
 from autograd.engine import Function, Tensor, is_grad_enabled, no_grad
 

@@ -65,7 +65,9 @@ def checked_token_ids(name, ids, vocab_size=None, ndim=None):
         wanted = "an integer array" if ndim is None else \
             f"a non-empty integer array of {'shape (batch, n)' if ndim == 2 else f'{ndim} axes'}"
         raise ValueError(f"{name} must be {wanted}, got {ids.dtype} of shape {ids.shape}")
-    outside = (ids < 0) | (ids >= vocab_size) if vocab_size is not None else np.zeros(ids.shape, bool)
+    if vocab_size is None:
+        return ids
+    outside = (ids < 0) | (ids >= vocab_size)
     if outside.any():
         position = tuple(int(i) for i in np.argwhere(outside)[0])
         raise ValueError(f"{name}: id {ids[position]} at position {position} (shape {ids.shape}) "

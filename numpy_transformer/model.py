@@ -172,9 +172,10 @@ class Stack(Module):
         backward keeps the activations of one segment at a time: O(√L) layers' worth, not O(L)."""
         if self.segment is None or not is_grad_enabled():
             return _through(self.layers, x, *context)
+        generators = self.generators()
         for begin in range(0, len(self.layers), self.segment):
             segment = functools.partial(_through, self.layers[begin:begin + self.segment])
-            x = checkpoint(segment, x, *context, generators=self.generators())
+            x = checkpoint(segment, x, *context, generators=generators)
         return x
 
     def finish(self, x):
