@@ -185,10 +185,13 @@ def mask_tokens(ids, rng, mask_id, vocab_size, special_ids, rate=0.15):
     Each token that is not special ([PAD], [CLS], [SEP], …) is selected with probability `rate`;
     a selected token becomes [MASK] with probability 0.8, a random non-special token with 0.1,
     and stays itself with 0.1. targets hold the original token at the selected positions and
-    IGNORED elsewhere, so that `masked_lm_loss` counts the selected positions only."""
+    IGNORED elsewhere, so that `masked_lm_loss` counts the selected positions only. When no
+    token is selected (a short batch), one ordinary token is, so that every batch has a loss."""
     ids = checked_token_ids("ids", ids, vocab_size, ndim=2)
     ordinary = ~np.isin(ids, list(special_ids))
     selected = ordinary & (rng.random(ids.shape) < rate)
+    if not selected.any() and ordinary.any():
+        selected.flat[rng.choice(np.flatnonzero(ordinary))] = True
     choice = rng.random(ids.shape)
     candidates = np.setdiff1d(np.arange(vocab_size), list(special_ids))
     random_tokens = candidates[rng.integers(len(candidates), size=ids.shape)]

@@ -11,8 +11,8 @@ import huggingface_hub.constants
 import pytest
 
 from numpy_transformer.data import DataUnavailableError, load_dataset_splits
-from numpy_transformer.data.opus import (OPUS_BOOKS_PAIRS, hub_is_reachable, load_opus_books, opus_books_config,
-                                         opus_splits, parse_pair)
+from numpy_transformer.data.hub import hub_is_reachable
+from numpy_transformer.data.opus import OPUS_BOOKS_PAIRS, load_opus_books, opus_books_config, opus_splits, parse_pair
 
 CLOSED_PORT = "http://127.0.0.1:9"
 

@@ -47,7 +47,7 @@ def tokenizers():
 
 def tiny_model(src, tgt, max_len=16, seed=0):
     config = model_config(dict(d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1),
-                          src.vocab_size, tgt.vocab_size, src.pad_id, max_len)
+                          (src.vocab_size, tgt.vocab_size), src.pad_id, max_len)
     return Transformer(config, np.random.default_rng(seed))
 
 

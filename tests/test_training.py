@@ -30,7 +30,7 @@ def test_64_pairs_of_an_opus_books_file_are_overfit_to_a_training_loss_below_0_1
     tgt = WordTokenizer.train([pair.tgt for pair in pairs], "it", min_frequency=1)
     encoded = encode_pairs(pairs, src, tgt, max_len=64)
     config = model_config(dict(d_model=32, n_heads=2, d_ff=64, dropout=0.0, n_encoder_layers=1, n_decoder_layers=1),
-                          src.vocab_size, tgt.vocab_size, src.pad_id, 64)
+                          (src.vocab_size, tgt.vocab_size), src.pad_id, 64)
     training = TrainingConfig(batch_size=64, steps=80, schedule="constant", lr=1e-2, label_smoothing=0.0)
     model_rng, data_rng = run_generators(0)
     model = Transformer(config, model_rng)
@@ -170,9 +170,9 @@ def test_the_presets_are_the_runs_they_describe():
     model, training, data = resolve("default")
     assert model["n_encoder_layers"] == model["n_decoder_layers"] == 1 and model["n_heads"] > 1
     assert data.dataset == "builtin"
-    base = model_config(resolve("base")[0], 37000, 37000, 1, 350)
+    base = model_config(resolve("base")[0], (37000, 37000), 1, 350)
     assert (base.n_encoder_layers, base.d_ff, base.tie_embeddings) == (6, 2048, True)
-    assert set(PRESETS) == {"default", "thesis-1-head", "thesis-8-heads", "base"}
+    assert set(PRESETS) == {"default", "thesis-1-head", "thesis-8-heads", "base", "lm", "mlm"}
 
 
 def test_flags_override_a_preset_and_bad_values_fail_before_any_data_is_loaded():

@@ -1,7 +1,11 @@
-"""`numpy-transformer train`: train a translation model, then evaluate it on the test split.
+"""`numpy-transformer train`: train a model, then evaluate it on the test split.
 
     numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE] [flags]
+    numpy-transformer train --task lm|mlm [--dataset builtin|FILE.txt|HUB_NAME] [--language xx] [flags]
     numpy-transformer train --out DIR --resume [--steps N]
+
+The task is translation (the default), a causal language model (lm, GPT) or a masked one
+(mlm, BERT); each has its preset (`default`, `lm`, `mlm`).
 
 Every field a preset sets can be overridden by a flag. The work is `numpy_transformer.training`
 (`Run`: data, tokenizers, model, loop, checkpoints); this module parses and prints.
@@ -15,15 +19,17 @@ import time
 from numpy_transformer.cli.common import EXIT_INTERRUPTED, add_common_arguments, add_decoding_arguments, \
     json_object, non_negative_integer
 from numpy_transformer.cli.evaluate import evaluate_split, print_evaluation
-from numpy_transformer.training.presets import PRESETS
+from numpy_transformer.training.presets import PRESETS, TASK_PRESETS
+
+TASKS = tuple(TASK_PRESETS)
 
 # (flag, field, type, help): every field a preset sets can be overridden by a flag.
 MODEL_FLAGS = [
     ("--d-model", "d_model", int, "width d of every token vector"),
     ("--n-heads", "n_heads", int, "attention heads H (d_model must be divisible by it)"),
     ("--d-ff", "d_ff", int, "hidden width m of the feed-forward network"),
-    ("--encoder-layers", "n_encoder_layers", int, "encoder layers"),
-    ("--decoder-layers", "n_decoder_layers", int, "decoder layers"),
+    ("--encoder-layers", "n_encoder_layers", int, "encoder layers (translation)"),
+    ("--decoder-layers", "n_decoder_layers", int, "decoder layers (translation)"),
     ("--dropout", "dropout", float, "dropout probability"),
     ("--norm-placement", "norm_placement", str, "LayerNorm after the residual sum (post, the thesis) or before (pre)"),
     ("--norm-variant", "norm_variant", str, "LayerNorm of eq. (2) (thesis) or PyTorch's (torch)"),
@@ -33,12 +39,13 @@ MODEL_FLAGS = [
     ("--relative-max-distance", "relative_max_distance", int, "where its last bucket starts (default 128)"),
     ("--positional-base", "positional_base", float, "the base N of the sinusoidal encoding, eq. (1)"),
     ("--norm-eps", "norm_eps", float, "ε of the LayerNorm"),
-    ("--attention", "attention", str, "the encoder's self-attention: full or a chapter 2 variant"),
-    ("--decoder-attention", "decoder_attention", str, "the decoder's self-attention (a causal kind)"),
+    ("--attention", "attention", str, "the encoder's self-attention (a language model's): full or a chapter 2 "
+                                      "variant"),
+    ("--decoder-attention", "decoder_attention", str, "the decoder's self-attention (a causal kind; translation)"),
     ("--attention-options", "attention_options", json_object, 'options of the variants, as JSON: \'{"window": 8}\''),
 ]
 TRAINING_FLAGS = [
-    ("--batch-size", "batch_size", int, "sentence pairs per step"),
+    ("--batch-size", "batch_size", int, "sentence pairs (texts) per step"),
     ("--steps", "steps", int, "optimizer steps in all"),
     ("--epochs", "epochs", float, "passes over the training pairs (instead of --steps)"),
     ("--lr-factor", "lr_factor", float, "factor of the warm-up schedule"),
@@ -50,14 +57,18 @@ TRAINING_FLAGS = [
 ]
 DATA_FLAGS = [
     ("--dataset", "dataset", str, "builtin (synthetic, offline; the default), opus_books, or a .jsonl/.csv/.tsv/"
-                                  ".parquet file of pairs"),
+                                  ".parquet file of pairs; for --task lm|mlm also a .txt file (one text per line) "
+                                  "or a Hugging Face dataset with a 'text' column"),
+    ("--dataset-config", "dataset_config", str, "the configuration of a Hugging Face dataset (wikitext-2-raw-v1)"),
     ("--pair", "pair", str, "source-target languages (default en-it)"),
+    ("--language", "language", str, "a language model's language: the side of a parallel corpus it reads "
+                                    "(default: the pair's source, en)"),
     ("--n-pairs", "n_pairs", int, "size of the built-in corpus (default 20000)"),
     ("--subset", "subset", int, "keep only N pairs of the corpus"),
     ("--subset-mode", "subset_mode", str, "which N pairs: first (default) or random"),
     ("--data-seed", "seed", int, "seed of the corpus split (and of the built-in corpus)"),
     ("--max-len", "max_len", int, "longest sentence in tokens, [SOS]/[EOS] included"),
-    ("--length-policy", "length_policy", str, "longer pairs: drop (default) or truncate"),
+    ("--length-policy", "length_policy", str, "longer pairs: drop (default) or truncate; longer texts also split"),
     ("--min-frequency", "min_frequency", int, "a word enters the vocabulary when seen this often (default 2)"),
     ("--tokenizer", "tokenizer", str, "word (the thesis's word-level vocabulary, the default) or bpe (byte-level BPE)"),
     ("--vocab-size", "vocab_size", int, "entries of each BPE vocabulary (default 8000)"),
@@ -65,12 +76,17 @@ DATA_FLAGS = [
 
 
 def add_parser(commands):
-    train = commands.add_parser("train", help="train a translation model (built-in corpus by default)",
-                                description="Train a translation model and evaluate it on the test split.")
+    train = commands.add_parser("train", help="train a translation model or a language model (built-in corpus by "
+                                              "default)",
+                                description="Train a translation model (or, with --task, a language model) and "
+                                            "evaluate it on the test split.")
     train.add_argument("--out", default="runs/default", metavar="DIR",
                        help="folder of the checkpoint, log, figure and metrics (default runs/default)")
+    train.add_argument("--task", choices=TASKS, dest="data.task",
+                       help="translation (the default), lm (a causal language model, GPT) or mlm (a masked one, BERT)")
     train.add_argument("--preset", choices=list(PRESETS),
-                       help="default if not given. " + "; ".join(f"{name}: {preset.description}" for name, preset in PRESETS.items()))
+                       help="the task's own if not given (default, lm, mlm). " +
+                            "; ".join(f"{name}: {preset.description}" for name, preset in PRESETS.items()))
     train.add_argument("--resume", action="store_true", help="continue the run saved in --out")
     train.add_argument("--overwrite", action="store_true", help="replace a run already saved in --out")
     groups = (("model", MODEL_FLAGS), ("training", TRAINING_FLAGS), ("data", DATA_FLAGS))
@@ -79,7 +95,7 @@ def add_parser(commands):
         for flag, field, kind, text in flags:
             group.add_argument(flag, dest=f"{name}.{field}", type=kind, help=text, metavar=field.upper())
     special = train.add_argument_group("model and training: more")
-    special.add_argument("--layers", type=int, help="encoder and decoder layers (both)")
+    special.add_argument("--layers", type=int, help="encoder and decoder layers (both), or a language model's layers")
     special.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction, dest="model.tie_embeddings",
                          help="the output projection is the target embedding transposed")
     special.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction,
@@ -107,8 +123,7 @@ def command(args):
     if args.resume:
         run = resume_run(args, model, training, data, options)
     else:
-        run = Run.new(args.out, *resolve(args.preset or "default", model, training, data), overwrite=args.overwrite,
-                      **options)
+        run = Run.new(args.out, *resolve(args.preset, model, training, data), overwrite=args.overwrite, **options)
     with run:                                   # the folder stays locked until the metrics are written
         return train_and_evaluate(run, args, started)
 
@@ -119,7 +134,7 @@ def train_and_evaluate(run, args, started):
     from numpy_transformer.training.loop import format_seconds
     from numpy_transformer.training.run import METRICS_FILE
 
-    print("\n".join(run.data.summary() + [model_line(run), training_line(run)]))
+    print("\n".join(run.data.summary + [model_line(run), training_line(run)]))
     result = run.train()
     if result.interrupted:
         where = f"a checkpoint of step {result.step} is in {run.directory}" if result.saved else \
@@ -127,7 +142,7 @@ def train_and_evaluate(run, args, started):
         print(f"Interrupted at step {result.step} of {result.total_steps}: {where}. Continue with:\n"
               f"  numpy-transformer train --out {run.directory} --resume", file=sys.stderr)
         return EXIT_INTERRUPTED
-    evaluation = evaluate_split(run.model, run.data, run.configs["data"], run.data.splits.test, args)
+    evaluation = evaluate_split(run.model, run.data, run.configs["data"], run.data.splits.test, args, run.objective)
     print_evaluation(evaluation, "test", args.samples)
     metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started)
     atomic_write_text(run.directory / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
@@ -144,7 +159,9 @@ def overrides(args):
     model, training, data = ({name.split(".", 1)[1]: value for name, value in given.items()
                               if name.startswith(prefix + ".")} for prefix in ("model", "training", "data"))
     if args.layers is not None:
-        model = {"n_encoder_layers": args.layers, "n_decoder_layers": args.layers, **model}
+        task = data.get("task") or (PRESETS[args.preset].task if args.preset else "translation")
+        layers = ("n_encoder_layers", "n_decoder_layers") if task == "translation" else ("n_layers",)
+        model = {**dict.fromkeys(layers, args.layers), **model}
     if args.lr is not None and args.warmup is not None:
         raise ValueError("give --lr (a constant learning rate) or --warmup (the warm-up schedule), not both")
     if args.lr is not None:
@@ -173,11 +190,15 @@ def resume_run(args, model, training, data, options):
     return run
 
 
+MODEL_KINDS = {"translation": "encoder-decoder", "lm": "decoder-only (causal)", "mlm": "encoder-only (masked LM)"}
+
+
 def model_line(run):
     config = run.configs["model"]
-    return (f"model: {config.n_encoder_layers}+{config.n_decoder_layers} layers, d_model {config.d_model}, "
+    layers = getattr(config, "n_layers", None) or f"{config.n_encoder_layers}+{config.n_decoder_layers}"
+    return (f"model: {MODEL_KINDS[run.objective.name]}, {layers} layers, d_model {config.d_model}, "
             f"{config.n_heads} heads (d_k {config.d_k}), d_ff {config.d_ff}, dropout {config.dropout}, "
-            f"{config.norm_placement}-norm, {run.parameters:,} parameters")
+            f"{config.norm_placement}-norm, {config.positional} positions, {run.parameters:,} parameters")
 
 
 def training_line(run):
@@ -188,21 +209,37 @@ def training_line(run):
     else:
         rate = f"constant lr {config.lr:g}"
     return (f"training: {trainer.total_steps:,} steps ({trainer.total_steps / trainer.batches_per_epoch:.3g} epochs) "
-            f"of {config.batch_size} pairs, Adam {config.betas} eps {config.eps:g}, {rate}, label smoothing "
+            f"of {config.batch_size} {'pairs' if run.objective.name == 'translation' else 'texts'}, Adam {config.betas} "
+            f"eps {config.eps:g}, {rate}, label smoothing "
             f"{config.label_smoothing}, clip {config.clip_norm}, seed {config.seed} -> {run.directory}")
 
 
 def run_metrics(run, result, evaluation, args, total_seconds):
+    task = run.objective.name
+    preset = args.preset or (None if args.resume else TASK_PRESETS[task])
+    return {"source": run.data.splits.source, "task": task, "preset": preset,
+            **(translation_scores(evaluation, args) if task == "translation" else language_model_scores(evaluation)),
+            **run_figures(run, result, total_seconds)}
+
+
+def translation_scores(evaluation, args):
     best = evaluation.best
     return {
-        "source": run.data.splits.source,
-        "preset": args.preset or (None if args.resume else "default"),
         "bleu": best.bleu, "chrf": best.chrf,
         "bleu_greedy": evaluation.greedy_scores.bleu, "chrf_greedy": evaluation.greedy_scores.chrf,
         "beam_size": evaluation.beam_size if evaluation.beam_scores else 1, "length_penalty": args.length_penalty,
         "bleu_signature": best.bleu_signature, "chrf_signature": best.chrf_signature,
         "perplexity": evaluation.perplexity, "test_cross_entropy": evaluation.cross_entropy,
-        "test_pairs": len(evaluation.sources),
+        "test_pairs": len(evaluation.sources)}
+
+
+def language_model_scores(evaluation):
+    return {"perplexity": evaluation.perplexity, "test_cross_entropy": evaluation.cross_entropy,
+            "accuracy": evaluation.accuracy, "test_texts": evaluation.n_texts, "test_tokens": evaluation.n_tokens}
+
+
+def run_figures(run, result, total_seconds):
+    return {
         "loss": _finite(result.loss), "validation_loss": _finite(result.validation_loss),
         "steps": result.step, "epochs": round(run.trainer.epoch_progress, 3),
         "train_seconds": round(result.train_seconds, 1), "total_seconds": round(total_seconds, 1),

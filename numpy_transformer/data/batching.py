@@ -43,6 +43,11 @@ class EncodedPairs:
     def __len__(self):
         return len(self.src)
 
+    def length_keys(self):
+        """What batches of similar lengths sort by (`batch_indices`): the target length within
+        the source length."""
+        return np.array([len(y) for y in self.tgt]), np.array([len(x) for x in self.src])
+
     def report(self):
         """One line for the training log: how many pairs the maximum length dropped or cut."""
         if self.max_len is None:
@@ -89,7 +94,8 @@ def batch_indices(encoded, batch_size, rng, similar_lengths=True, pool_batches=P
     """The batches of one epoch, as arrays of positions in `encoded`: every pair exactly once.
 
     similar_lengths: shuffle, cut into pools of `pool_batches` batches, sort each pool by
-    length (source, then target), cut the pools into batches, shuffle the batches. Sentences in
+    length (`encoded.length_keys()`: source, then target, for pairs), cut the pools into batches,
+    shuffle the batches. Sentences in
     a batch then have nearly the same length, so little of the batch is padding, and the order
     still changes from epoch to epoch. Otherwise: plain shuffled batches."""
     if batch_size < 1:
@@ -97,13 +103,12 @@ def batch_indices(encoded, batch_size, rng, similar_lengths=True, pool_batches=P
     order = rng.permutation(len(encoded))
     if not similar_lengths:
         return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    src_lengths = np.array([len(x) for x in encoded.src])
-    tgt_lengths = np.array([len(y) for y in encoded.tgt])
+    keys = encoded.length_keys()
     pool_size = batch_size * pool_batches
     batches = []
     for start in range(0, len(order), pool_size):
         pool = order[start:start + pool_size]
-        pool = pool[np.lexsort((tgt_lengths[pool], src_lengths[pool]))]
+        pool = pool[np.lexsort([key[pool] for key in keys])]
         batches += [pool[i:i + batch_size] for i in range(0, len(pool), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]
 

@@ -58,7 +58,7 @@ def _read(path, cache_dir):
     if path.stat().st_size == 0:
         raise ValueError(f"{path}: the file is empty")
     if path.suffix.lower() != ".parquet":
-        _check_utf8(path)
+        check_utf8(path)
     import datasets
 
     builder, options = FORMATS[path.suffix.lower()]
@@ -72,7 +72,7 @@ def _read(path, cache_dir):
     return table
 
 
-def _check_utf8(path):
+def check_utf8(path):
     """A ValueError naming the file and the first line that is not UTF-8 text."""
     with open(path, "rb") as file:
         for number, line in enumerate(file, start=1):

@@ -8,7 +8,8 @@
   the 256 bytes and the merges of the most frequent adjacent pieces, up to `vocab_size`
   entries, so no word is ever unknown and a rare word is spelled in pieces.
 
-Both have the special tokens [UNK] [PAD] [SOS] [EOS] first (ids 0–3).
+Both have the special tokens [UNK] [PAD] [SOS] [EOS] first (ids 0–3). The tokenizer of a
+language model (`train_text_tokenizer`) also has BERT's [CLS] [SEP] [MASK] (ids 4–6).
 
 One tokenizer per language, saved beside the model as `tokenizer_en.json` and
 `tokenizer_it.json`.
@@ -25,6 +26,8 @@ from numpy_transformer.data.detokenize import detokenize
 
 SPECIAL_TOKENS = ("[UNK]", "[PAD]", "[SOS]", "[EOS]")
 UNK, PAD, SOS, EOS = SPECIAL_TOKENS
+MASKED_LM_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
+CLS, SEP, MASK = MASKED_LM_TOKENS
 MIN_FREQUENCY = 2
 KINDS = ("word", "bpe")
 BYTES = 256                     # the byte-level alphabet every BPE vocabulary starts from
@@ -42,30 +45,33 @@ class WordTokenizer:
             raise ValueError(f"tokenizer for {language!r} lacks the special tokens {missing}")
 
     @classmethod
-    def train(cls, sentences, language, min_frequency=MIN_FREQUENCY):
+    def train(cls, sentences, language, min_frequency=MIN_FREQUENCY, special_tokens=SPECIAL_TOKENS):
         """Learn the vocabulary from an iterable of sentences: the special tokens first (ids 0–3:
-        [UNK] [PAD] [SOS] [EOS]), then every word seen at least `min_frequency` times."""
+        [UNK] [PAD] [SOS] [EOS], then any others given), then every word seen at least
+        `min_frequency` times."""
         from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
         tokenizer = Tokenizer(models.WordLevel(unk_token=UNK))
         tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-        trainer = trainers.WordLevelTrainer(min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS),
+        trainer = trainers.WordLevelTrainer(min_frequency=min_frequency, special_tokens=list(special_tokens),
                                             show_progress=False)
         tokenizer.train_from_iterator(sentences, trainer=trainer)
         return cls(tokenizer, language)
 
     @classmethod
-    def train_bpe(cls, sentences, language, vocab_size, min_frequency=MIN_FREQUENCY):
+    def train_bpe(cls, sentences, language, vocab_size, min_frequency=MIN_FREQUENCY, special_tokens=SPECIAL_TOKENS):
         """Learn byte-level BPE merges from an iterable of sentences until the vocabulary has
         `vocab_size` entries (the special tokens and the 256 bytes included), merging pairs
-        seen at least `min_frequency` times."""
-        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+        seen at least `min_frequency` times. [MASK] takes the space before it (as RoBERTa's
+        mask does): in `the [MASK] sat` it stands for the token `Ġcat`, space included."""
+        from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
         tokenizer = Tokenizer(models.BPE(unk_token=UNK))
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tokenizer.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                      special_tokens=list(SPECIAL_TOKENS), show_progress=False,
+                                      special_tokens=[AddedToken(token, lstrip=token == MASK, special=True)
+                                                      for token in special_tokens], show_progress=False,
                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
         tokenizer.train_from_iterator(sentences, trainer=trainer)
         return cls(tokenizer, language)
@@ -160,6 +166,32 @@ class WordTokenizer:
     def eos_id(self):
         return self.tokenizer.token_to_id(EOS)
 
+    @property
+    def cls_id(self):
+        """The id of [CLS] (None in a translation tokenizer, which lacks BERT's tokens)."""
+        return self.tokenizer.token_to_id(CLS)
+
+    @property
+    def sep_id(self):
+        return self.tokenizer.token_to_id(SEP)
+
+    @property
+    def mask_id(self):
+        return self.tokenizer.token_to_id(MASK)
+
+    @property
+    def special_ids(self):
+        """The ids of the special tokens this tokenizer has."""
+        return [self.tokenizer.token_to_id(token) for token in SPECIAL_TOKENS + MASKED_LM_TOKENS
+                if self.tokenizer.token_to_id(token) is not None]
+
+    def token(self, token_id):
+        """The written form of one token: `decode` of it alone, spaces trimmed (a BPE token
+        `Ġcat` is `cat`), or the special token's own name ([SEP])."""
+        if token_id in self.special_ids:
+            return self.tokenizer.id_to_token(int(token_id))
+        return self.tokenizer.decode([int(token_id)]).strip()
+
 
 def tokenizer_path(directory, language):
     return Path(directory) / f"tokenizer_{language}.json"
@@ -169,16 +201,23 @@ def train_tokenizers(splits, min_frequency=MIN_FREQUENCY, kind="word", vocab_siz
     """(source, target) tokenizers of `kind` trained on the training split of a `DataSplits`
     only (the validation and test words the model never saw stay unknown, as they would in use);
     `vocab_size`: the entries of each BPE vocabulary."""
+    return (train_one((pair.src for pair in splits.train), splits.src_language, kind, min_frequency, vocab_size),
+            train_one((pair.tgt for pair in splits.train), splits.tgt_language, kind, min_frequency, vocab_size))
+
+
+def train_text_tokenizer(texts, language, min_frequency=MIN_FREQUENCY, kind="word", vocab_size=None):
+    """The one tokenizer of a language model, trained on its training texts: the special tokens
+    of translation and BERT's [CLS] [SEP] [MASK] (ids 0–6), then the words or merges."""
+    return train_one(texts, language, kind, min_frequency, vocab_size, SPECIAL_TOKENS + MASKED_LM_TOKENS)
+
+
+def train_one(sentences, language, kind, min_frequency, vocab_size, special_tokens=SPECIAL_TOKENS):
+    """A tokenizer of `kind` ("word" or "bpe") trained on an iterable of sentences."""
     if kind not in KINDS:
         raise ValueError(f"the tokenizer must be one of {KINDS}, got {kind!r}")
-
-    def train(sentences, language):
-        if kind == "bpe":
-            return WordTokenizer.train_bpe(sentences, language, vocab_size, min_frequency)
-        return WordTokenizer.train(sentences, language, min_frequency)
-
-    return (train((pair.src for pair in splits.train), splits.src_language),
-            train((pair.tgt for pair in splits.train), splits.tgt_language))
+    if kind == "bpe":
+        return WordTokenizer.train_bpe(sentences, language, vocab_size, min_frequency, special_tokens)
+    return WordTokenizer.train(sentences, language, min_frequency, special_tokens)
 
 
 def save_tokenizers(directory, *tokenizers):

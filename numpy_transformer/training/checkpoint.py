@@ -1,10 +1,10 @@
 """Checkpoints: everything needed to translate with a trained model, or to continue its training
 exactly where it stopped, in one folder.
 
-    DIR/model.json            the TransformerConfig
+    DIR/model.json            the TransformerConfig (a LanguageModelConfig for a language model)
     DIR/training.json         the TrainingConfig
-    DIR/data.json             the DataConfig: which corpus, split and seed (to rebuild the splits)
-    DIR/tokenizer_en.json     the word-level tokenizers of both languages
+    DIR/data.json             the DataConfig: which task, corpus, split and seed (to rebuild the splits)
+    DIR/tokenizer_en.json     the tokenizers of both languages (a language model has one)
     DIR/tokenizer_it.json
     DIR/checkpoint.npz        weights ("model/<name>"), Adam's state ("optimizer/<key>"), and the
                               loop's position as JSON ("state": step, epoch, batch, random states)
@@ -25,15 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
-from numpy_transformer.model import Transformer
-from numpy_transformer.training.configs import DataConfig, TrainingConfig
+from numpy_transformer.training.configs import MODELS, DataConfig, TrainingConfig
 from numpy_transformer.training.files import atomic_write, atomic_write_text
 
 ARCHIVE = "checkpoint.npz"
 CONFIG_FILES = {"model": "model.json", "training": "training.json", "data": "data.json"}
-CONFIG_CLASSES = {"model": TransformerConfig, "training": TrainingConfig, "data": DataConfig}
+CONFIG_CLASSES = {"training": TrainingConfig, "data": DataConfig}    # the model's: MODELS[task]
 
 
 class CheckpointError(Exception):
@@ -42,15 +40,15 @@ class CheckpointError(Exception):
 
 @dataclasses.dataclass
 class Checkpoint:
-    """What `load_checkpoint` reads: the configurations, the tokenizers, the model with its
-    weights loaded, Adam's state (a flat dict for `Optimizer.load_state_dict`) and the training
-    loop's state (a dict, see `numpy_transformer.training.loop.TrainingState`)."""
+    """What `load_checkpoint` reads: the configurations, the tokenizers (source and target, or a
+    language model's one), the model with its weights loaded, Adam's state (a flat dict for
+    `Optimizer.load_state_dict`) and the training loop's state (a dict, see
+    `numpy_transformer.training.loop.TrainingState`)."""
     directory: Path
-    model_config: TransformerConfig
+    model_config: object
     training_config: TrainingConfig
     data_config: DataConfig
-    src_tokenizer: WordTokenizer
-    tgt_tokenizer: WordTokenizer
+    tokenizers: tuple
     model: object
     optimizer_state: dict
     state: dict
@@ -58,6 +56,18 @@ class Checkpoint:
     @property
     def step(self):
         return int(self.state["step"])
+
+    @property
+    def task(self):
+        return self.data_config.task
+
+    @property
+    def src_tokenizer(self):
+        return self.tokenizers[0]
+
+    @property
+    def tgt_tokenizer(self):
+        return self.tokenizers[-1]
 
 
 def has_checkpoint(directory):
@@ -67,9 +77,10 @@ def has_checkpoint(directory):
 def save_checkpoint(directory, model, optimizer, state, configs, tokenizers):
     """Write a checkpoint to `directory` (created if needed).
 
-    configs: {"model": TransformerConfig, "training": TrainingConfig, "data": DataConfig};
-    tokenizers: (source, target) WordTokenizers; state: a JSON-serialisable dict (the loop's
-    position). The JSON files first, the archive last (see the module docstring)."""
+    configs: {"model": TransformerConfig or LanguageModelConfig, "training": TrainingConfig,
+    "data": DataConfig}; tokenizers: (source, target) WordTokenizers, or a language model's one;
+    state: a JSON-serialisable dict (the loop's position). The JSON files first, the archive
+    last (see the module docstring)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     for kind, name in CONFIG_FILES.items():
@@ -86,18 +97,20 @@ def load_checkpoint(directory):
     """Read and check the checkpoint in `directory` (a `Checkpoint`), or raise CheckpointError."""
     directory = Path(directory)
     _check_complete(directory)
-    configs = {kind: _read_config(directory, kind) for kind in CONFIG_FILES}
+    configs = {kind: _read_config(directory, kind, config_class) for kind, config_class in CONFIG_CLASSES.items()}
+    config_class, model_class = MODELS[configs["data"].task]
+    configs["model"] = _read_config(directory, "model", config_class)
     tokenizers = tuple(_read_tokenizer(directory, language) for language in configs["data"].languages)
     _check_vocabularies(directory, configs["model"], tokenizers)
     weights, optimizer_state, state = _read_archive(directory / ARCHIVE)
     _check_finite(directory / ARCHIVE, weights)
-    model = Transformer(configs["model"], np.random.default_rng(configs["training"].seed))
+    model = model_class(configs["model"], np.random.default_rng(configs["training"].seed))
     try:
         model.load_state_dict(weights)
     except ValueError as error:
         raise CheckpointError(f"{directory / ARCHIVE}: the weights do not fit the configuration in "
                               f"{directory / CONFIG_FILES['model']}:\n{error}") from None
-    return Checkpoint(directory, configs["model"], configs["training"], configs["data"], *tokenizers, model,
+    return Checkpoint(directory, configs["model"], configs["training"], configs["data"], tokenizers, model,
                       optimizer_state, state)
 
 
@@ -119,10 +132,10 @@ def _check_complete(directory):
                               f"there; train with: numpy-transformer train --out {directory})")
 
 
-def _read_config(directory, kind):
+def _read_config(directory, kind, config_class):
     path = directory / CONFIG_FILES[kind]
     try:
-        return CONFIG_CLASSES[kind].load(path)
+        return config_class.load(path)
     except FileNotFoundError:
         raise CheckpointError(f"{path} is missing: the checkpoint in {directory} is incomplete") from None
     except (ValueError, TypeError) as error:   # json.JSONDecodeError is a ValueError
@@ -140,14 +153,16 @@ def _read_tokenizer(directory, language):
 
 
 def _check_vocabularies(directory, config, tokenizers):
-    sizes = (config.src_vocab_size, config.tgt_vocab_size)
-    for tokenizer, size, role in zip(tokenizers, sizes, ("src", "tgt")):
+    sizes = {"vocab_size": config.vocab_size} if hasattr(config, "vocab_size") else \
+        {"src_vocab_size": config.src_vocab_size, "tgt_vocab_size": config.tgt_vocab_size}
+    for tokenizer, (name, size) in zip(tokenizers, sizes.items()):
         if tokenizer.vocab_size != size:
             raise CheckpointError(
                 f"{tokenizer_path(directory, tokenizer.language)} has {tokenizer.vocab_size} words but "
-                f"{directory / CONFIG_FILES['model']} says {role}_vocab_size={size}: the files come from different runs")
-    if tokenizers[0].pad_id != config.pad_id or tokenizers[1].pad_id != config.pad_id:
-        raise CheckpointError(f"{directory}: the tokenizers' [PAD] ids ({tokenizers[0].pad_id}, {tokenizers[1].pad_id}) "
+                f"{directory / CONFIG_FILES['model']} says {name}={size}: the files come from different runs")
+    pad_ids = [tokenizer.pad_id for tokenizer in tokenizers]
+    if any(pad_id != config.pad_id for pad_id in pad_ids):
+        raise CheckpointError(f"{directory}: the tokenizers' [PAD] ids ({', '.join(map(str, pad_ids))}) "
                               f"differ from pad_id={config.pad_id} in {CONFIG_FILES['model']}")
 
 

@@ -9,7 +9,8 @@ and saved as JSON beside the model's `TransformerConfig` (`data.json`, `training
 that override it.
 
 `DataConfig` is the data description a checkpoint keeps: `numpy-transformer evaluate` rebuilds
-the same train / validation / test split from it (same corpus, same seed).
+the same train / validation / test split from it (same corpus, same seed). Its `task` says what
+the run trains: translation (the default), a causal language model (lm) or a masked one (mlm).
 """
 import dataclasses
 import math
@@ -23,28 +24,36 @@ from numpy_transformer.config import JsonConfig, TransformerConfig
 from numpy_transformer.data import DATASET_NAMES
 from numpy_transformer.data.batching import POLICIES
 from numpy_transformer.data.corpus import SUBSET_MODES
-from numpy_transformer.data.opus import parse_pair
+from numpy_transformer.data.opus import PAIR_FORM, parse_pair
+from numpy_transformer.data.texts import POLICIES as TEXT_POLICIES
 from numpy_transformer.data.tokenizer import BYTES, KINDS as TOKENIZER_KINDS
-from numpy_transformer.model import analytic_parameter_count
-from numpy_transformer.training.presets import get_preset
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.model import Transformer, analytic_parameter_count
+from numpy_transformer.training.loss import TASKS
+from numpy_transformer.training.presets import PRESETS, TASK_PRESETS, get_preset
 
 SCHEDULES = ("warmup", "constant")
 
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig(JsonConfig):
-    """Which sentence pairs a run trains on, and how they become token ids.
+    """Which texts a run trains on, for which task, and how they become token ids.
 
     | field          | meaning                                                                  |
     |----------------|--------------------------------------------------------------------------|
-    | dataset        | "builtin" (synthetic, offline), "opus_books", or a file path             |
+    | task           | "translation" (pairs), "lm" (GPT: causal) or "mlm" (BERT: masked)        |
+    | dataset        | "builtin" (synthetic, offline), "opus_books", or a file path; for the    |
+    |                | language models also a .txt file or a Hugging Face dataset's name        |
+    | dataset_config | that dataset's configuration (wikitext: "wikitext-2-raw-v1"), or None    |
     | pair           | source-target languages, "en-it" (thesis §3.1)                           |
+    | language       | a language model's language: the side of a parallel corpus it reads     |
+    |                | (None: the pair's source), or the label of a text file's language       |
     | n_pairs        | size of the built-in corpus (ignored for the others)                     |
     | subset         | keep the first (or a random) N pairs before splitting; None: all         |
     | subset_mode    | "first" or "random"                                                      |
     | seed           | generates (built-in), subsets and splits the corpus 90/5/5               |
     | max_len        | longest sentence in tokens, [SOS]/[EOS] included; the model's max_len    |
-    | length_policy  | "drop" the longer pairs, or "truncate" them                              |
+    | length_policy  | "drop" the longer pairs (texts), "truncate" them, or (texts) "split"     |
     | min_frequency  | a word (or, for BPE, a merge) enters the vocabulary when seen this often  |
     |                | in training (2)                                                          |
     | tokenizer      | "word" (the thesis's word-level vocabulary) or "bpe" (byte-level BPE)    |
@@ -53,8 +62,11 @@ class DataConfig(JsonConfig):
     |                | trained on them: `evaluate` and `--resume` refuse other data             |
     """
 
+    task: str = "translation"
     dataset: str = "builtin"
+    dataset_config: str = None
     pair: str = "en-it"
+    language: str = None
     n_pairs: int = 20_000
     subset: int = None
     subset_mode: str = "first"
@@ -67,15 +79,23 @@ class DataConfig(JsonConfig):
     fingerprint: dict = None
 
     def validate(self):
+        self.check_choice("task", TASKS)
         if not isinstance(self.dataset, str) or not self.dataset:
             self.fail(f"dataset must be {' or '.join(DATASET_NAMES)} or a file path, got {self.dataset!r}")
+        if self.dataset_config is not None and not (isinstance(self.dataset_config, str) and self.dataset_config):
+            self.fail(f"dataset_config must be None or a configuration's name, got {self.dataset_config!r}")
         parse_pair(self.pair)
+        if self.task == "translation" and self.language is not None:
+            self.fail(f"language is a language model's (task lm or mlm); a translation run has a pair, got "
+                      f"language={self.language!r}")
+        if self.language is not None and not (isinstance(self.language, str) and PAIR_FORM.match(f"{self.language}-zz")):
+            self.fail(f"language must be a two-letter code such as 'en', got {self.language!r}")
         self.check(checked_integer, "n_pairs", 1)
         self.check(checked_integer, "subset", 1, optional=True)
         self.check_choice("subset_mode", SUBSET_MODES)
         self.check(checked_integer, "seed", 0)
         self.check(checked_integer, "max_len", 3)
-        self.check_choice("length_policy", POLICIES)
+        self.check_choice("length_policy", POLICIES if self.task == "translation" else TEXT_POLICIES)
         self.check(checked_integer, "min_frequency", 1)
         self.check_choice("tokenizer", TOKENIZER_KINDS)
         self.check(checked_integer, "vocab_size", BYTES + 4)
@@ -85,8 +105,11 @@ class DataConfig(JsonConfig):
 
     @property
     def languages(self):
-        """('en', 'it') for pair 'en-it'."""
-        return parse_pair(self.pair)
+        """The languages of the run's tokenizers: ('en', 'it') for a translation run on pair
+        'en-it'; (language,) for a language model, by default the pair's source."""
+        if self.task == "translation":
+            return parse_pair(self.pair)
+        return (self.language or parse_pair(self.pair)[0],)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,33 +193,51 @@ class TrainingConfig(JsonConfig):
         return warmup_schedule(d_model, self.warmup_steps, self.lr_factor)
 
 
-def resolve(preset_name="default", model=None, training=None, data=None):
+def resolve(preset_name=None, model=None, training=None, data=None):
     """(model fields, TrainingConfig, DataConfig): the preset's values, then the overrides (dicts
-    of field → value). The model fields are checked at once with a stand-in vocabulary, so a bad
-    value fails before any data is loaded; the vocabulary sizes come later, from the tokenizers."""
-    preset = get_preset(preset_name)
+    of field → value). No preset: the one of the task the overrides name (translation's
+    "default"). The model fields are checked at once with a stand-in vocabulary, so a bad value
+    fails before any data is loaded; the vocabulary sizes come later, from the tokenizers."""
+    task = (data or {}).get("task")
+    preset = get_preset(preset_name or TASK_PRESETS.get(task, "default"))
+    if task is not None and task != preset.task:
+        raise ValueError(f"the preset {preset_name!r} trains the task {preset.task!r}, not {task!r}: leave out "
+                         f"--preset, or name a preset of {task!r} ({', '.join(n for n, p in PRESETS.items() if p.task == task)})")
     model_fields = {**preset.model, **(model or {})}
     data_config = DataConfig(**{**preset.data, **(data or {})})
     training_config = TrainingConfig(**{**preset.training, **(training or {})})
-    model_config(model_fields, 4, 4, pad_id=1, max_len=data_config.max_len)
+    vocab_sizes = (4, 4) if data_config.task == "translation" else (7,)
+    model_config(model_fields, vocab_sizes, pad_id=1, max_len=data_config.max_len, task=data_config.task)
     return model_fields, training_config, data_config
 
 
-def model_config(model_fields, src_vocab_size, tgt_vocab_size, pad_id, max_len):
-    """The TransformerConfig of a run: its fields, the vocabularies' sizes, the [PAD] id, and the
-    longest sentence as the positional table's length."""
+# task → the model's configuration class and the model
+MODELS = {"translation": (TransformerConfig, Transformer), "lm": (LanguageModelConfig, DecoderOnlyTransformer),
+          "mlm": (LanguageModelConfig, EncoderOnlyTransformer)}
+
+
+def model_config(model_fields, vocab_sizes, pad_id, max_len, task="translation"):
+    """The model configuration of a run: its fields, the vocabularies' sizes (source and target
+    for translation, the one vocabulary of a language model), the [PAD] id, and the longest
+    sentence as the positional table's length. A TransformerConfig, or a LanguageModelConfig."""
+    config_class = MODELS[task][0]
+    fields = {**model_fields, "pad_id": pad_id, "max_len": max_len}
+    if task != "translation":
+        fields["causal"] = task == "lm"
     try:
-        config = TransformerConfig(src_vocab_size, tgt_vocab_size, pad_id=pad_id, max_len=max_len, **model_fields)
+        config = config_class(*vocab_sizes, **fields)
     except TypeError as error:
-        raise ValueError(f"TransformerConfig: {error}") from None
+        raise ValueError(f"{config_class.__name__}: {error}") from None
     check_fits_in_memory(config)
     return config
 
 
 def check_fits_in_memory(config):
     """A ValueError when the weights, their gradients and Adam's two moments (four arrays of the
-    parameters' size) alone would take more than this machine's memory."""
-    needed = 4 * analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
+    parameters' size) alone would take more than this machine's memory. A language model is
+    counted as its equivalent encoder-decoder (`as_transformer_config`), an upper bound."""
+    counted = config.as_transformer_config() if isinstance(config, LanguageModelConfig) else config
+    needed = 4 * analytic_parameter_count(counted)["total"] * np.dtype(config.dtype).itemsize
     memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
     if memory and needed > memory:
         raise ValueError(f"the model would need {needed / 2**30:,.1f} GiB for its weights, gradients and Adam's "

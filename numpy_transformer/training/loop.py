@@ -1,9 +1,10 @@
 """The training loop: teacher forcing, label-smoothed cross-entropy, Adam, checkpoints.
 
-One step on a batch of sentence pairs (x, y), `tgt_in` = [SOS] y, `tgt_out` = y [EOS]:
+One step on a batch of sentence pairs (x, y), `tgt_in` = [SOS] y, `tgt_out` = y [EOS] (or of
+texts, for a language model: the objectives of training/loss.py):
 
-    loss   = loss_on_batch(model, batch, ε)                   the label-smoothed cross-entropy
-                                                              of thesis §1.1 (training/loss.py)
+    loss   = objective.loss(model, batch, ε)                  the label-smoothed cross-entropy
+                                                              of thesis §1.1
     grads  = backward(loss), rescaled so that ‖grads‖ ≤ clip_norm
     θ      ← Adam(θ, grads, lr(t))                            warm-up schedule or constant lr
 
@@ -33,8 +34,8 @@ import time
 import numpy as np
 
 from autograd.optim import Adam, clip_grad_norm
-from numpy_transformer.data.batching import batch_indices, make_batch
-from numpy_transformer.training.loss import loss_on_batch, mean_cross_entropy, perplexity
+from numpy_transformer.data.batching import batch_indices
+from numpy_transformer.training.loss import TRANSLATION, mean_cross_entropy, perplexity
 
 
 class TrainingDiverged(ValueError):
@@ -99,13 +100,15 @@ class Trainer:
     with `write(record)` (a `MetricsLog`), or None. save: a function of no argument that writes a
     checkpoint (it reads `trainer.checkpoint_state()`), or None. progress: show a tqdm bar;
     report: where the validation lines go (None: nowhere). state: a `TrainingState` to resume.
+    objective: what the model learns (`training/loss.py`): TRANSLATION, or a language model's,
+    whose data are `EncodedTexts`.
     """
 
     def __init__(self, model, optimizer, train_data, config, data_rng, validation_data=None, log=None,
-                 save=None, progress=False, report=print, state=None):
+                 save=None, progress=False, report=print, state=None, objective=TRANSLATION):
         if len(train_data) == 0:
             raise ValueError("train_data is empty: no training pair fits the maximum length")
-        self.model, self.optimizer, self.config = model, optimizer, config
+        self.model, self.optimizer, self.config, self.objective = model, optimizer, config, objective
         self.train_data, self.validation_data = train_data, validation_data
         self.data_rng, self.log, self.save, self.report = data_rng, log, save, report
         self.progress = progress
@@ -157,7 +160,7 @@ class Trainer:
     def _run_step(self, bar):
         """One optimizer step on the next batch, then the log, validation and checkpoint due."""
         snapshot = [g.bit_generator.state for g in self.generators]
-        batch = make_batch(self.train_data, self._next_positions())
+        batch = self.objective.batch(self.train_data, self._next_positions(), ("train", self.state.step))
         self._phase = "step"
         try:
             loss, grad_norm = self.train_step(batch)
@@ -179,7 +182,7 @@ class Trainer:
         """Forward, backward, clipping and the Adam update: (loss, gradient norm before clipping)."""
         self.model.train()
         self.optimizer.zero_grad()
-        loss = loss_on_batch(self.model, batch, self.config.label_smoothing)
+        loss = self.objective.loss(self.model, batch, self.config.label_smoothing)
         loss.backward()
         grad_norm = clip_grad_norm(self.model.parameters(), self.config.clip_norm)
         if not (math.isfinite(loss.item()) and math.isfinite(grad_norm)):
@@ -234,7 +237,8 @@ class Trainer:
         self.state.interval_losses, self.state.interval_tokens = [], []
 
     def _validate(self):
-        self.validation_loss = mean_cross_entropy(self.model, self.validation_data, self.config.batch_size)
+        self.validation_loss = mean_cross_entropy(self.model, self.validation_data, self.config.batch_size,
+                                                  objective=self.objective)
         validation_perplexity = perplexity(self.validation_loss)
         self._write_log({"step": self.state.step, "validation_loss": self.validation_loss,
                          "validation_perplexity": validation_perplexity})

@@ -8,12 +8,21 @@ overridden by a flag (`--d-model 256`, `--steps 5000`, …).
 | thesis-8-heads  | 1 + 1 layers, d 512, 8 heads, d_ff 2048  | batch 8, 20 epochs, constant lr 1e-4            | opus_books en-it, 350   |
 | base            | 6 + 6 layers, d 512, 8 heads, d_ff 2048, | batch 64, 100,000 steps, warm-up 4,000          | opus_books en-it, 350   |
 |                 | tied target embedding (the paper's base) |                                                 |                         |
+| lm              | GPT: 2 causal layers, d 128, 4 heads,    | batch 64, 1,500 steps, warm-up 400, no label    | built-in, English side, |
+|                 | d_ff 512, pre-norm, GELU, tied head      | smoothing (~2 min)                              | max length 64           |
+| mlm             | BERT: 2 layers, d 128, 4 heads, d_ff 512,| batch 64, 2,000 steps, warm-up 400, no label    | built-in, English side, |
+|                 | post-norm, GELU, the masked-LM head      | smoothing (~3 min)                              | max length 64           |
 
 The thesis presets are the experiments of §3.1 (one layer, to see what each head does); the
 default is their small, quick cousin, sized to reach a high BLEU on the built-in corpus within
 minutes on two cores. `base` is the model of Vaswani et al. (2017), Table 3; it is far too large
 for a CPU in NumPy and is here to show the sizes (`numpy-transformer train --preset base`
 prints its 60-odd million parameters before the first step).
+
+`lm` and `mlm` are the presets of the language models (`train --task lm|mlm` picks them when no
+preset is named): small GPT and BERT models of the architecture notes on one side of the
+built-in corpus. Label smoothing is off there, so the training loss is the cross-entropy whose
+exponential is the perplexity.
 """
 import dataclasses
 
@@ -21,16 +30,23 @@ ONE_LAYER = dict(n_encoder_layers=1, n_decoder_layers=1)
 THESIS_RUN = dict(batch_size=8, steps=None, epochs=20, schedule="constant", lr=1e-4, eval_every=1000,
                   log_every=100, checkpoint_every=1000)
 OPUS_BOOKS = dict(dataset="opus_books", pair="en-it", max_len=350)
+LANGUAGE_MODEL_RUN = dict(batch_size=64, schedule="warmup", warmup_steps=400, lr_factor=1.0, label_smoothing=0.0,
+                          eval_every=250, log_every=50, checkpoint_every=500)
 
 
 @dataclasses.dataclass(frozen=True)
 class Preset:
-    """Overrides of the defaults of TransformerConfig (`model`), TrainingConfig (`training`) and
-    DataConfig (`data`); `numpy_transformer.training.configs.resolve` applies them."""
+    """Overrides of the defaults of the model's configuration (`model`: TransformerConfig's, or
+    LanguageModelConfig's for the tasks lm and mlm), TrainingConfig (`training`) and DataConfig
+    (`data`, which holds the task); `numpy_transformer.training.configs.resolve` applies them."""
     description: str
     model: dict
     training: dict
     data: dict
+
+    @property
+    def task(self):
+        return self.data.get("task", "translation")
 
 
 PRESETS = {
@@ -53,7 +69,17 @@ PRESETS = {
         dict(batch_size=64, steps=100_000, schedule="warmup", warmup_steps=4000, lr_factor=1.0, eval_every=1000,
              log_every=100, checkpoint_every=1000),
         OPUS_BOOKS),
+    "lm": Preset(
+        "a small GPT (2 causal layers, d_model 128, 4 heads) on the English side of the built-in corpus: ~2 minutes",
+        dict(d_model=128, n_heads=4, d_ff=512, n_layers=2, dropout=0.1),
+        dict(LANGUAGE_MODEL_RUN, steps=1500), dict(task="lm", dataset="builtin", max_len=64)),
+    "mlm": Preset(
+        "a small BERT (2 layers, d_model 128, 4 heads, post-norm) on the English side of the built-in corpus: "
+        "~3 minutes",
+        dict(d_model=128, n_heads=4, d_ff=512, n_layers=2, dropout=0.1, norm_placement="post"),
+        dict(LANGUAGE_MODEL_RUN, steps=2000), dict(task="mlm", dataset="builtin", max_len=64)),
 }
+TASK_PRESETS = {"translation": "default", "lm": "lm", "mlm": "mlm"}     # the preset of a task named alone
 
 
 def get_preset(name):

@@ -13,104 +13,23 @@ a manifest of the files the run writes (`run_folder.py`); data.json keeps a fing
 corpus, which `evaluate` and `--resume` check.
 """
 import dataclasses
-import hashlib
-import itertools
 from pathlib import Path
 
 from numpy_transformer.training.checkpoint import ARCHIVE, CONFIG_FILES, CheckpointError, has_checkpoint, load_checkpoint, \
     save_checkpoint
-from numpy_transformer.data import encode_pairs, load_dataset_splits, train_tokenizers
 from numpy_transformer.data.tokenizer import tokenizer_path
-from numpy_transformer.model import Transformer, count_parameters
-from numpy_transformer.training.configs import model_config
+from numpy_transformer.model import count_parameters
+from numpy_transformer.training.configs import MODELS, model_config
 from numpy_transformer.training.loop import Trainer, TrainingDiverged, TrainingState, make_optimizer, run_generators
+from numpy_transformer.training.loss import make_objective
 from numpy_transformer.training.metrics_log import MetricsLog, plot_loss_curve
+from numpy_transformer.training.prepare import prepare_data, with_fingerprint
 from numpy_transformer.training.run_folder import RunFolder
 
 LOG_FILE, FIGURE_FILE, METRICS_FILE = "log.jsonl", "loss.png", "metrics.json"
 # What may change when a run resumes: how long it goes on and how often it reports.
 RESUMABLE_FIELDS = ("steps", "epochs", "eval_every", "log_every", "checkpoint_every")
-
-
-@dataclasses.dataclass
-class PreparedData:
-    """The splits of a DataConfig, the tokenizers, and the training and validation pairs as ids."""
-    splits: object
-    src_tokenizer: object
-    tgt_tokenizer: object
-    train: object
-    validation: object
-
-    def summary(self):
-        """The lines `train` prints about its data."""
-        splits, src, tgt = self.splits, self.src_tokenizer, self.tgt_tokenizer
-        unknown, total = src.count_unknown(pair.src for pair in splits.validation)
-        kind = "words seen at least twice in training" if src.kind == "word" else "byte-level BPE: bytes and merges"
-        return [f"data: {splits.source}",
-                f"pairs: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
-                f"training pairs: {self.train.report()}",
-                f"vocabularies ({kind}, + 4 special tokens): "
-                f"{src.vocab_size:,} {splits.src_language}, {tgt.vocab_size:,} {splits.tgt_language}; "
-                f"{unknown / max(total, 1):.1%} of the validation {splits.src_language} tokens are [UNK]"]
-
-
-def corpus_fingerprint(splits):
-    """{"pairs": N, "sha256": hex digest} of the pairs of the three splits, in order: what
-    tells a corpus from another, whether it came from a file, the Hub or the built-in grammar."""
-    pairs = list(itertools.chain(splits.train, splits.validation, splits.test))
-    digest = hashlib.sha256()
-    for pair in pairs:
-        digest.update(f"{pair.src}\t{pair.tgt}\n".encode("utf-8", "surrogateescape"))
-    return {"pairs": len(pairs), "sha256": digest.hexdigest()}
-
-
-def with_fingerprint(data_config, splits):
-    """The DataConfig a new run saves: a file's path made absolute, and the corpus's fingerprint."""
-    dataset = data_config.dataset
-    if Path(dataset).is_file():
-        dataset = str(Path(dataset).resolve())
-    return dataclasses.replace(data_config, dataset=dataset, fingerprint=corpus_fingerprint(splits))
-
-
-def check_same_data(data_config, splits):
-    """A ValueError unless `splits` are the pairs the run saved with `data_config` was trained
-    on (nothing to check for a run saved before fingerprints: None)."""
-    saved = data_config.fingerprint
-    if saved is None:
-        return
-    now = corpus_fingerprint(splits)
-    if now["pairs"] != saved["pairs"]:
-        change = f"it has {now['pairs']:,} pairs now, {saved['pairs']:,} when the run trained"
-    elif now["sha256"] != saved["sha256"]:
-        change = f"its {now['pairs']:,} pairs differ from those the run trained on (changed or reordered)"
-    else:
-        return
-    raise ValueError(f"{splits.source}: not the data this run was trained on: {change}. Restore the original "
-                     f"corpus ({data_config.dataset}), or train a new run on this one")
-
-
-def prepare_data(data_config, cache_dir=None, tokenizers=None, progress=True):
-    """Load and split the corpus of `data_config`, train the tokenizers on its training split
-    (or use the given (source, target) pair, as a resumed run does), and encode. progress:
-    False turns off the `datasets` progress bars ("Generating train split"), for logs."""
-    if not progress and data_config.dataset != "builtin":
-        import datasets
-        datasets.disable_progress_bars()
-    splits = load_dataset_splits(data_config.dataset, data_config.pair, data_config.subset, data_config.subset_mode,
-                                 data_config.seed, data_config.n_pairs, cache_dir)
-    if not (splits.train and splits.validation and splits.test):
-        n = len(splits.train) + len(splits.validation) + len(splits.test)
-        raise ValueError(f"{splits.source}: {n} pairs are too few to split into training, validation and test pairs "
-                         f"(a run needs at least 3)")
-    check_same_data(data_config, splits)
-    src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency, data_config.tokenizer,
-                                              data_config.vocab_size)
-    train, validation = (encode_pairs(pairs, src, tgt, data_config.max_len, data_config.length_policy)
-                         for pairs in (splits.train, splits.validation))
-    if len(train) == 0:
-        raise ValueError(f"none of the {len(splits.train)} training pairs fits the maximum length "
-                         f"{data_config.max_len}; raise it with --max-len")
-    return PreparedData(splits, src, tgt, train, validation if len(validation) else None)
+TASK_TITLES = {"translation": "translation", "lm": "causal language model", "mlm": "masked language model"}
 
 
 def run_file_names(languages):
@@ -130,8 +49,9 @@ class Run:
         if folder.stale_lock_taken is not None and report is not None:
             report(f"note: took over the lock of process {folder.stale_lock_taken}, which no longer runs")
         self.log = MetricsLog(self.directory / LOG_FILE)
+        self.objective = make_objective(configs["data"].task, data.tokenizers, configs["training"].seed)
         self.trainer = Trainer(model, optimizer, data.train, configs["training"], data_rng, data.validation, self.log,
-                               self.save, progress, report, state)
+                               self.save, progress, report, state, self.objective)
 
     @classmethod
     def new(cls, directory, model_fields, training_config, data_config, cache_dir=None, overwrite=False, **options):
@@ -140,12 +60,12 @@ class Run:
         folder = RunFolder(directory, run_file_names(data_config.languages))
         folder.check_new(overwrite)
         data = prepare_data(data_config, cache_dir, progress=options.get("progress", False))
-        config = model_config(model_fields, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size,
-                              data.src_tokenizer.pad_id, data_config.max_len)
+        config = model_config(model_fields, [tokenizer.vocab_size for tokenizer in data.tokenizers],
+                              data.src_tokenizer.pad_id, data_config.max_len, data_config.task)
         if data.tgt_tokenizer.pad_id != config.pad_id:
             raise ValueError(f"the tokenizers' [PAD] ids differ ({config.pad_id} and {data.tgt_tokenizer.pad_id})")
         model_rng, data_rng = run_generators(training_config.seed)
-        model = Transformer(config, model_rng)
+        model = MODELS[data_config.task][1](config, model_rng)
         configs = {"model": config, "training": training_config, "data": with_fingerprint(data_config, data.splits)}
         folder.claim(new=True, overwrite=overwrite)
         return cls(folder, data, model, make_optimizer(model, training_config), configs, data_rng, **options)
@@ -158,8 +78,7 @@ class Run:
         checkpoint = load_checkpoint(directory)
         folder = RunFolder(directory, run_file_names(checkpoint.data_config.languages))
         training_config = _resumed_training_config(checkpoint.training_config, training or {})
-        data = prepare_data(checkpoint.data_config, cache_dir, (checkpoint.src_tokenizer, checkpoint.tgt_tokenizer),
-                            options.get("progress", False))
+        data = prepare_data(checkpoint.data_config, cache_dir, checkpoint.tokenizers, options.get("progress", False))
         optimizer = make_optimizer(checkpoint.model, training_config)
         folder.claim()
         try:
@@ -186,7 +105,7 @@ class Run:
 
     def save(self):
         save_checkpoint(self.directory, self.model, self.optimizer, self.trainer.checkpoint_state(), self.configs,
-                        (self.data.src_tokenizer, self.data.tgt_tokenizer))
+                        self.data.tokenizers)
 
     def train(self, callback=None):
         """Train to the end (or Ctrl-C), then draw the loss curve. Returns a TrainingResult.
@@ -213,8 +132,9 @@ class Run:
 
     def plot(self):
         config = self.configs["model"]
-        title = (f"{self.data.splits.source.split(':')[0]}: d_model {config.d_model}, {config.n_heads} heads, "
-                 f"{config.n_encoder_layers}+{config.n_decoder_layers} layers")
+        layers = getattr(config, "n_layers", None) or f"{config.n_encoder_layers}+{config.n_decoder_layers}"
+        title = (f"{self.data.splits.source.split(':')[0]}: {TASK_TITLES[self.objective.name]}, d_model "
+                 f"{config.d_model}, {config.n_heads} heads, {layers} layers")
         plot_loss_curve(self.log.records(), self.directory / FIGURE_FILE, title)
 
 

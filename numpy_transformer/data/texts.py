@@ -1,0 +1,164 @@
+"""Monolingual corpora for the language models (`train --task lm|mlm`): texts, one sentence or
+document each, split into train / validation / test, encoded and framed.
+
+Where the texts come from (`numpy_transformer.data.load_text_splits` chooses):
+- one side of a parallel corpus (`side_of`): the built-in corpus ("en" or "it", split exactly
+  as its pairs are), opus_books, or a file of pairs;
+- a .txt file (`text_file_splits`): one text per line, blank lines skipped, split 90/5/5;
+- a Hugging Face dataset by name (`hub_text_splits`): its "text" column, with its own
+  validation and test splits where it has them.
+
+A sequence frames the tokens x of a text the way its model reads it:
+
+    causal (GPT):   [SOS] x [EOS]     the model reads [SOS] x and predicts x [EOS]
+    masked (BERT):  [CLS] x [SEP]     the model reads it whole, some tokens masked
+
+so a text fits `max_len` when len(x) + 1 (causal) or len(x) + 2 (masked) ≤ max_len. A longer
+text is dropped ("drop", the default), keeps its first tokens ("truncate"), or is cut into
+consecutive pieces that fit ("split", what documents need).
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from numpy_transformer.data.batching import pad
+from numpy_transformer.data.corpus import SPLIT_FRACTIONS, split_pairs, subset_indices
+from numpy_transformer.data.files import check_utf8
+from numpy_transformer.data.hub import load_hub_dataset
+
+FRAMINGS = {"causal": 1, "masked": 2}      # framing → the positions its special tokens take in the model
+POLICIES = ("drop", "truncate", "split")
+TEXT_FILE_SUFFIX = ".txt"
+
+
+@dataclass(frozen=True)
+class TextSplits:
+    """The train, validation and test texts, the line naming the data, and its language."""
+    train: list
+    validation: list
+    test: list
+    source: str
+    language: str = "en"
+
+    def __iter__(self):
+        return iter((self.train, self.validation, self.test))
+
+
+def side_of(splits, language):
+    """The `language` side of a parallel corpus's `DataSplits`, as texts (the same split)."""
+    languages = (splits.src_language, splits.tgt_language)
+    if language not in languages:
+        raise ValueError(f"{splits.source}: it has the languages {' and '.join(languages)}, not {language!r}; "
+                         f"choose one with --language")
+    side = "src" if language == splits.src_language else "tgt"
+    texts = [[getattr(pair, side) for pair in split] for split in splits]
+    return TextSplits(*texts, f"{splits.source}; its {language} side", language)
+
+
+def text_file_splits(path, language="en", subset=None, subset_mode="first", seed=0, fractions=SPLIT_FRACTIONS):
+    """The lines of a UTF-8 text file, one text each (blank lines skipped), split (seeded)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    check_utf8(path)
+    texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not texts:
+        raise ValueError(f"{path}: the file has no text (every line is blank)")
+    kept = subset_indices(len(texts), subset, subset_mode, seed)
+    source = f"local text file {path} ({len(texts)} texts)"
+    if subset is not None:
+        source += f", subset: {subset_mode} {subset} of {len(texts)} texts"
+    return TextSplits(*split_pairs([texts[i] for i in kept], seed, fractions), source, language)
+
+
+def hub_text_splits(name, config=None, language="en", subset=None, subset_mode="first", seed=0,
+                    fractions=SPLIT_FRACTIONS, cache_dir=None):
+    """A Hugging Face dataset's "text" column (blank texts skipped): its own validation and test
+    splits where it has them, the rest carved from its training split with the seeded split
+    (the subset applies to the training split). DataUnavailableError when offline and not cached."""
+    tables = load_hub_dataset(name, config, cache_dir, what=f"the dataset {name}" + (f" ({config})" if config else ""),
+                              local_hint="--dataset FILE.txt, a UTF-8 text file with one sentence or document per line")
+    if "train" not in tables:
+        raise ValueError(f"the dataset {name} has no 'train' split (it has {', '.join(tables)})")
+    columns = tables["train"].column_names
+    if "text" not in columns:
+        raise ValueError(f"the dataset {name} has no 'text' column (its columns: {columns})")
+    texts = {split: [text for text in table["text"] if text and text.strip()] for split, table in tables.items()}
+    train = [texts["train"][i] for i in subset_indices(len(texts["train"]), subset, subset_mode, seed)]
+    splits = dict(zip(("train", "validation", "test"), split_pairs(train, seed, fractions)))
+    official = {split: texts[split] for split in ("validation", "test") if texts.get(split)}
+    for split in official:               # the dataset has this split: its carved part goes back to training
+        splits["train"] += splits.pop(split)
+    splits.update(official)
+    held_out = ", ".join(f"{split}: {'its own' if split in official else 'carved from train'}"
+                         for split in ("validation", "test"))
+    source = (f"Hugging Face dataset {name}{f' ({config})' if config else ''}: {len(texts['train'])} training texts"
+              f"{f', subset: {subset_mode} {subset}' if subset is not None else ''}; {held_out}")
+    return TextSplits(splits["train"], splits["validation"], splits["test"], source, language)
+
+
+@dataclass(frozen=True)
+class EncodedTexts:
+    """Token ids of the sequences (no special tokens yet) that fit `max_len`, and what was cut.
+
+    text_index[k]: the text the k-th sequence comes from (a split text gives several);
+    specials: (first, last, pad) ids of the framing, [SOS] [EOS] [PAD] or [CLS] [SEP] [PAD]."""
+    ids: list
+    text_index: np.ndarray
+    framing: str
+    specials: tuple
+    max_len: int = None
+    policy: str = "drop"
+    n_dropped: int = 0
+    n_cut: int = 0
+
+    def __len__(self):
+        return len(self.ids)
+
+    def length_keys(self):
+        """What batches of similar lengths sort by (`batching.batch_indices`)."""
+        return (np.array([len(x) for x in self.ids]),)
+
+    def report(self):
+        """One line for the training log: sequences, and what the maximum length did."""
+        if self.max_len is None:
+            return f"{len(self)} sequences, no maximum length"
+        done = {"drop": f"{self.n_dropped} texts dropped", "truncate": f"{self.n_cut} texts truncated",
+                "split": f"{self.n_cut} texts split"}[self.policy]
+        return f"{len(self)} sequences, maximum length {self.max_len} tokens ({self.policy}): {done}"
+
+
+def encode_texts(texts, tokenizer, max_len=None, policy="drop", framing="causal"):
+    """The token ids of every text, with the maximum-length policy of the module docstring."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    if framing not in FRAMINGS:
+        raise ValueError(f"framing must be one of {tuple(FRAMINGS)}, got {framing!r}")
+    room = None if max_len is None else max_len - FRAMINGS[framing]
+    if room is not None and room < 1:
+        raise ValueError(f"max_len {max_len} leaves no room for a token beside the special ones")
+    sequences, index, n_dropped, n_cut = [], [], 0, 0
+    for number, text in enumerate(texts):
+        x = tokenizer.encode(text)
+        if room is not None and len(x) > room:
+            if policy == "drop":
+                n_dropped += 1
+                continue
+            n_cut += 1
+            x = x[:room] if policy == "truncate" else x
+        pieces = [x] if room is None else [x[start:start + room] for start in range(0, len(x), room)]
+        sequences += [np.asarray(piece, dtype=np.int64) for piece in pieces if piece]
+        index += [number] * sum(1 for piece in pieces if piece)
+    first, last = (tokenizer.sos_id, tokenizer.eos_id) if framing == "causal" else (tokenizer.cls_id, tokenizer.sep_id)
+    if first is None or last is None:
+        raise ValueError(f"the tokenizer of {tokenizer.language!r} lacks the special tokens of the {framing} framing")
+    return EncodedTexts(sequences, np.asarray(index, dtype=np.int64), framing, (first, last, tokenizer.pad_id),
+                        max_len, policy, n_dropped, n_cut)
+
+
+def framed(encoded, positions):
+    """(len(positions), longest + 2) int64: the sequences at `positions` framed by their special
+    tokens, padded with [PAD] on the right."""
+    first, last, pad_id = encoded.specials
+    return pad([np.concatenate(([first], encoded.ids[k], [last])) for k in positions], pad_id)

@@ -1,0 +1,147 @@
+"""A run's data, ready for the loop: the corpus of a `DataConfig` loaded and split, its
+tokenizers trained on the training split (or given, as a resumed run does), and the training
+and validation splits encoded, for any task:
+
+| task        | corpus                                  | tokenizers                        | encoded as      |
+|-------------|-----------------------------------------|-----------------------------------|-----------------|
+| translation | sentence pairs (`load_dataset_splits`)  | one per language                  | `EncodedPairs`  |
+| lm, mlm     | texts (`load_text_splits`)              | one, with [CLS] [SEP] [MASK]       | `EncodedTexts`  |
+
+    data = prepare_data(DataConfig(task="lm"))
+    data.summary, data.tokenizers, data.train, data.validation
+
+The corpus's fingerprint (a hash of its pairs or texts, split by split) is saved in data.json by
+a new run; `evaluate` and `--resume` refuse a corpus whose fingerprint differs.
+"""
+import dataclasses
+import hashlib
+import itertools
+from pathlib import Path
+
+from numpy_transformer.data import encode_pairs, load_dataset_splits, load_text_splits, train_text_tokenizer, \
+    train_tokenizers
+from numpy_transformer.data.texts import encode_texts
+from numpy_transformer.training.loss import make_objective
+
+
+@dataclasses.dataclass
+class PreparedData:
+    """The splits of a DataConfig, its tokenizers (source and target, or the language model's
+    one), the training and validation splits as ids (validation None when empty), and the lines
+    `train` prints about them."""
+    splits: object
+    tokenizers: tuple
+    train: object
+    validation: object
+    summary: list
+
+    @property
+    def src_tokenizer(self):
+        return self.tokenizers[0]
+
+    @property
+    def tgt_tokenizer(self):
+        return self.tokenizers[-1]
+
+
+def prepare_data(data_config, cache_dir=None, tokenizers=None, progress=True):
+    """Load, split, tokenize and encode the data of `data_config` (see the module docstring).
+    progress: False turns off the `datasets` progress bars ("Generating train split"), for logs."""
+    if not progress and data_config.dataset != "builtin":
+        import datasets
+        datasets.disable_progress_bars()
+    if data_config.task == "translation":
+        return _prepare_pairs(data_config, cache_dir, tokenizers)
+    return _prepare_texts(data_config, cache_dir, tokenizers)
+
+
+def _prepare_pairs(data_config, cache_dir, tokenizers):
+    splits = load_dataset_splits(data_config.dataset, data_config.pair, data_config.subset, data_config.subset_mode,
+                                 data_config.seed, data_config.n_pairs, cache_dir)
+    _check_splits(data_config, splits, "pairs")
+    src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency, data_config.tokenizer,
+                                              data_config.vocab_size)
+    train, validation = (encode_pairs(pairs, src, tgt, data_config.max_len, data_config.length_policy)
+                         for pairs in (splits.train, splits.validation))
+    if len(train) == 0:
+        raise ValueError(f"none of the {len(splits.train)} training pairs fits the maximum length "
+                         f"{data_config.max_len}; raise it with --max-len")
+    unknown, total = src.count_unknown(pair.src for pair in splits.validation)
+    summary = [f"data: {splits.source}",
+               f"pairs: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
+               f"training pairs: {train.report()}",
+               f"vocabularies ({_kind(src)}, + 4 special tokens): {src.vocab_size:,} {splits.src_language}, "
+               f"{tgt.vocab_size:,} {splits.tgt_language}; {unknown / max(total, 1):.1%} of the validation "
+               f"{splits.src_language} tokens are [UNK]"]
+    return PreparedData(splits, (src, tgt), train, validation if len(validation) else None, summary)
+
+
+def _prepare_texts(data_config, cache_dir, tokenizers):
+    splits = load_text_splits(data_config.dataset, data_config.languages[0], data_config.pair, data_config.subset,
+                              data_config.subset_mode, data_config.seed, data_config.n_pairs, cache_dir,
+                              data_config.dataset_config)
+    _check_splits(data_config, splits, "texts")
+    (tokenizer,) = tokenizers or (train_text_tokenizer(splits.train, splits.language, data_config.min_frequency,
+                                                       data_config.tokenizer, data_config.vocab_size),)
+    framing = make_objective(data_config.task, (tokenizer,)).framing
+    train, validation = (encode_texts(texts, tokenizer, data_config.max_len, data_config.length_policy, framing)
+                         for texts in (splits.train, splits.validation))
+    if len(train) == 0:
+        raise ValueError(f"none of the {len(splits.train)} training texts fits the maximum length "
+                         f"{data_config.max_len}; raise it with --max-len, or cut long texts with "
+                         f"--length-policy split")
+    unknown, total = tokenizer.count_unknown(splits.validation)
+    summary = [f"data: {splits.source}",
+               f"texts: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
+               f"training sequences: {train.report()}",
+               f"vocabulary ({_kind(tokenizer)}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
+               f"{unknown / max(total, 1):.1%} of the validation tokens are [UNK]"]
+    return PreparedData(splits, (tokenizer,), train, validation if len(validation) else None, summary)
+
+
+def _kind(tokenizer):
+    return "words seen at least twice in training" if tokenizer.kind == "word" else "byte-level BPE: bytes and merges"
+
+
+def _check_splits(data_config, splits, unit):
+    if not (splits.train and splits.validation and splits.test):
+        n = len(splits.train) + len(splits.validation) + len(splits.test)
+        raise ValueError(f"{splits.source}: {n} {unit} are too few to split into training, validation and test "
+                         f"{unit} (a run needs at least 3)")
+    check_same_data(data_config, splits, unit)
+
+
+def corpus_fingerprint(splits):
+    """{"pairs": N, "sha256": hex digest} of the pairs (or texts) of the three splits, in order:
+    what tells a corpus from another, whether it came from a file, the Hub or the built-in grammar."""
+    items = list(itertools.chain(splits.train, splits.validation, splits.test))
+    digest = hashlib.sha256()
+    for item in items:
+        line = item if isinstance(item, str) else f"{item.src}\t{item.tgt}"
+        digest.update(f"{line}\n".encode("utf-8", "surrogateescape"))
+    return {"pairs": len(items), "sha256": digest.hexdigest()}
+
+
+def with_fingerprint(data_config, splits):
+    """The DataConfig a new run saves: a file's path made absolute, and the corpus's fingerprint."""
+    dataset = data_config.dataset
+    if Path(dataset).is_file():
+        dataset = str(Path(dataset).resolve())
+    return dataclasses.replace(data_config, dataset=dataset, fingerprint=corpus_fingerprint(splits))
+
+
+def check_same_data(data_config, splits, unit="pairs"):
+    """A ValueError unless `splits` are the pairs (texts) the run saved with `data_config` was
+    trained on (nothing to check for a run saved before fingerprints: None)."""
+    saved = data_config.fingerprint
+    if saved is None:
+        return
+    now = corpus_fingerprint(splits)
+    if now["pairs"] != saved["pairs"]:
+        change = f"it has {now['pairs']:,} {unit} now, {saved['pairs']:,} when the run trained"
+    elif now["sha256"] != saved["sha256"]:
+        change = f"its {now['pairs']:,} {unit} differ from those the run trained on (changed or reordered)"
+    else:
+        return
+    raise ValueError(f"{splits.source}: not the data this run was trained on: {change}. Restore the original "
+                     f"corpus ({data_config.dataset}), or train a new run on this one")
