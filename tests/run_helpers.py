@@ -1,9 +1,13 @@
 """Small runs for the training, checkpoint, evaluation and command tests: a model of a few
 thousand parameters on a hundred built-in pairs trains in a fraction of a second."""
+import contextlib
+import io
 import json
+import re
 
 import numpy as np
 
+from numpy_transformer.cli import main
 from numpy_transformer.data import Pair, builtin_corpus, detokenize
 from numpy_transformer.training.configs import resolve
 
@@ -39,3 +43,23 @@ def write_opus_jsonl(path, pairs):
     rows = [{"id": str(i), "translation": {"en": pair.src, "it": pair.tgt}} for i, pair in enumerate(pairs)]
     path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
     return path
+
+
+def run_main(args):
+    """(exit status, stdout, stderr) of main(args), SystemExit included (argparse's errors)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main([str(arg) for arg in args])
+        except SystemExit as exit:
+            status = exit.code
+    return status, out.getvalue(), err.getvalue()
+
+
+def assert_clear_error(status, err, message, absent_folder=None):
+    assert status == 1
+    assert "Traceback" not in err
+    assert err.startswith("numpy-transformer ") and ": error: " in err
+    assert re.search(message, err), err
+    if absent_folder is not None:
+        assert not absent_folder.exists()

@@ -1,6 +1,5 @@
 """The `numpy-transformer` command: train, translate, evaluate end to end on a tiny run, and every
 bad input answered by one clear line, a non-zero exit status, no traceback, no run folder."""
-import contextlib
 import io
 import json
 import re
@@ -11,25 +10,13 @@ import datasets
 import huggingface_hub.constants
 import pytest
 
-from numpy_transformer.cli import main
 from numpy_transformer.training.run import Run
-from run_helpers import write_opus_jsonl, written_pairs
+from run_helpers import assert_clear_error, run_main, write_opus_jsonl, written_pairs
 
 TINY = ["--n-pairs", "120", "--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32",
         "--batch-size", "16", "--steps", "10", "--eval-every", "5", "--checkpoint-every", "5", "--samples", "2"]
 METRICS = {"bleu", "chrf", "bleu_greedy", "chrf_greedy", "bleu_signature", "chrf_signature", "loss",
            "validation_loss", "perplexity", "train_seconds", "source", "steps", "parameters", "data", "model"}
-
-
-def run_main(args):
-    """(exit status, stdout, stderr) of main(args), SystemExit included (argparse's errors)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = main([str(arg) for arg in args])
-        except SystemExit as exit:
-            status = exit.code
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -39,15 +26,6 @@ def trained(tmp_path_factory):
     status, out, err = run_main(["train", "--out", directory, *TINY])
     assert status == 0, err
     return directory, out
-
-
-def assert_clear_error(status, err, message, absent_folder=None):
-    assert status == 1
-    assert "Traceback" not in err
-    assert err.startswith("numpy-transformer ") and ": error: " in err
-    assert re.search(message, err), err
-    if absent_folder is not None:
-        assert not absent_folder.exists()
 
 
 def test_train_prints_the_data_translations_and_scores_and_writes_the_run_folder(trained):

@@ -4,6 +4,8 @@
     numpy-transformer translate --checkpoint DIR "a sentence" ...     (or lines on standard input)
     numpy-transformer evaluate --checkpoint DIR [--split test|validation] [--beam N]
     numpy-transformer attention --checkpoint DIR "a sentence" [--out DIR]
+    numpy-transformer generate --checkpoint DIR [--temperature T] [--top-k K] [--top-p P] "a prompt"
+    numpy-transformer fill-mask --checkpoint DIR "a text with [MASK]"
     numpy-transformer gradcheck
     numpy-transformer bench attention | train-step | decode | memory
 
@@ -22,10 +24,10 @@ import os
 import sys
 
 from numpy_transformer import __version__
-from numpy_transformer.cli import attention, bench, evaluate, gradcheck, train, translate
+from numpy_transformer.cli import attention, bench, evaluate, fill_mask, generate, gradcheck, train, translate
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, EXIT_ERROR, EXIT_INTERRUPTED
 
-COMMANDS = (gradcheck, train, translate, evaluate, attention, bench)
+COMMANDS = (gradcheck, train, translate, evaluate, generate, fill_mask, attention, bench)
 
 
 def build_parser():

@@ -11,7 +11,7 @@ reads its own greedy translation.
 """
 from pathlib import Path
 
-from numpy_transformer.cli.common import add_threads_argument, non_negative_integer, utf8_lines
+from numpy_transformer.cli.common import add_threads_argument, load_model_of, non_negative_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -51,13 +51,12 @@ def command(args):
     from numpy_transformer.analysis.heatmaps import draw_capture
     from numpy_transformer.analysis.roles import classify_capture, roles_table
     from numpy_transformer.analysis.spectra import draw_spectra
-    from numpy_transformer.training.checkpoint import load_checkpoint
 
     sentence, target = utf8_lines([args.sentence, args.target or ""], "argument")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} is a file, not a folder: choose a folder with --out")
-    checkpoint = load_checkpoint(args.checkpoint)
+    checkpoint = load_model_of(args.checkpoint, "translation")
     capture = capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, sentence,
                                target or None)
     paths = draw_capture(capture, out, args.format) + [draw_spectra(capture, out / f"spectra.{args.format}")]

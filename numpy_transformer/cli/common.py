@@ -44,6 +44,12 @@ def _checked(text, kind, check, note=""):
         raise argparse.ArgumentTypeError(str(error).removeprefix("the value ") + note) from None
 
 
+def probability(text):
+    """argparse type: a number in (0, 1]."""
+    return _checked(text, float, lambda checks, value: checks.checked_number("the value", value, low=0, high=1,
+                                                                             low_open=True))
+
+
 def json_object(text):
     """argparse type: a JSON object such as '{"window": 8}'."""
     try:
@@ -73,6 +79,22 @@ def add_common_arguments(parser):
     parser.add_argument("--cache-dir", help="where datasets keeps its copies (default HF_DATASETS_CACHE)")
     add_threads_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no lines per validation")
+
+
+MODEL_NAMES = {"translation": "a translation model", "lm": "a causal language model (GPT)",
+               "mlm": "a masked language model (BERT)"}
+
+
+def load_model_of(directory, task):
+    """The checkpoint in `directory`, which must hold a model of `task` ("translation", "lm"
+    or "mlm"); a ValueError naming what it holds and what to train otherwise."""
+    from numpy_transformer.training.checkpoint import load_checkpoint
+
+    checkpoint = load_checkpoint(directory)
+    if checkpoint.task != task:
+        raise ValueError(f"{directory} holds {MODEL_NAMES[checkpoint.task]} (task {checkpoint.task}); this command "
+                         f"needs {MODEL_NAMES[task]}: train one with numpy-transformer train --task {task} --out DIR")
+    return checkpoint
 
 
 def utf8_lines(texts, what):

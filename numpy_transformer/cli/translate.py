@@ -4,7 +4,8 @@
 """
 import sys
 
-from numpy_transformer.cli.common import add_common_arguments, add_decoding_arguments, standard_input_lines, utf8_lines
+from numpy_transformer.cli.common import add_common_arguments, add_decoding_arguments, load_model_of, \
+    standard_input_lines, utf8_lines
 
 
 def add_parser(commands):
@@ -20,10 +21,9 @@ def add_parser(commands):
 
 def command(args):
     """Print one translation per sentence given (an empty line for an empty sentence)."""
-    from numpy_transformer.training.checkpoint import load_checkpoint
     from numpy_transformer.translation import too_long, translate, with_specials
 
-    checkpoint = load_checkpoint(args.checkpoint)
+    checkpoint = load_model_of(args.checkpoint, "translation")
     sentences = utf8_lines(args.sentences, "sentence") if args.sentences else standard_input_lines()
     if not any(sentence.strip() for sentence in sentences):
         raise ValueError("nothing to translate: give sentences as arguments or as lines on standard input")

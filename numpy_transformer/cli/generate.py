@@ -1,0 +1,50 @@
+"""`numpy-transformer generate`: continue prompts with a trained causal language model.
+
+    numpy-transformer generate --checkpoint DIR [--max-new-tokens N] [--temperature T] [--top-k K]
+                               [--top-p P] [--seed S] "a prompt" ...    (or lines on standard input)
+
+Each prompt is printed with its continuation, one line each. Temperature 0 is greedy decoding;
+otherwise the next token is drawn from softmax(z / T), restricted to the K most probable tokens
+and to the nucleus of mass P (`numpy_transformer.sampling`), until [EOS].
+"""
+import sys
+
+from numpy_transformer.cli.common import add_common_arguments, load_model_of, non_negative_integer, \
+    non_negative_number, positive_integer, probability, standard_input_lines, utf8_lines
+
+
+def add_parser(commands):
+    generate = commands.add_parser("generate", help="continue prompts with a trained language model (--task lm)",
+                                   description="Print each prompt followed by the model's continuation.")
+    generate.add_argument("--checkpoint", required=True, metavar="DIR", help="the folder `train --task lm` wrote")
+    generate.add_argument("prompts", nargs="*", metavar="PROMPT",
+                          help="texts to continue (none: the lines of standard input; \"\" starts from nothing)")
+    generate.add_argument("--max-new-tokens", type=positive_integer, default=30, metavar="N",
+                          help="tokens to add at most (default 30; fewer at [EOS] or the model's maximum length)")
+    generate.add_argument("--temperature", type=non_negative_number, default=1.0, metavar="T",
+                          help="T of softmax(z / T): 0 greedy, below 1 surer, above 1 more varied (default 1)")
+    generate.add_argument("--top-k", type=positive_integer, metavar="K", help="draw among the K most probable tokens")
+    generate.add_argument("--top-p", type=probability, metavar="P",
+                          help="draw from the smallest set of most probable tokens of mass ≥ P, in (0, 1]")
+    generate.add_argument("--seed", type=non_negative_integer, default=0, help="seed of the draws (default 0)")
+    add_common_arguments(generate)
+    generate.set_defaults(run=command)
+
+
+def command(args):
+    """Print each prompt and its continuation on one line."""
+    import numpy as np
+
+    from numpy_transformer.completion import complete
+
+    checkpoint = load_model_of(args.checkpoint, "lm")
+    prompts = utf8_lines(args.prompts, "prompt") if args.prompts else standard_input_lines()
+    if not prompts:
+        raise ValueError("nothing to continue: give prompts as arguments or as lines on standard input")
+    texts = complete(checkpoint.model, checkpoint.tokenizers[0], prompts, np.random.default_rng(args.seed),
+                     args.max_new_tokens, args.temperature, args.top_k, args.top_p)
+    if checkpoint.data_config.dataset == "builtin":
+        print(f"note: {args.checkpoint} was trained on the built-in synthetic corpus (a small grammar, not real text)",
+              file=sys.stderr)
+    print("\n".join(texts))
+    return 0
