@@ -30,7 +30,7 @@ _SIZES = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "n_e
           "n_decoder_layers", "max_len")
 _CHOICES = {"positional": POSITIONAL_KINDS, "norm_variant": NORM_VARIANTS, "norm_placement": NORM_PLACEMENTS,
             "activation": ACTIVATIONS, "attention": ATTENTION_KINDS, "dtype": DTYPES}
-_FLAGS = ("tie_embeddings", "share_source_embedding", "gradient_checkpointing")
+_FLAGS = ("tie_embeddings", "share_source_embedding", "scale_embeddings", "embedding_norm", "gradient_checkpointing")
 
 
 class JsonConfig:
@@ -117,7 +117,8 @@ class TransformerConfig(JsonConfig):
     | norm_variant             | "thesis" (σ + ε, eq. (2)) or "torch" (√(σ² + ε))          | eq. (2)     |
     | norm_eps                 | ε                                                         | 1e-6        |
     | norm_placement           | "post" (LayerNorm(x + f(x)), the thesis) or "pre"         | §1.2.2      |
-    | activation               | "relu" (the thesis), "gelu" or "swiglu"                   | §1.2.4      |
+    | activation               | "relu" (the thesis), "gelu", "gelu_tanh" (GPT-2's tanh    | §1.2.4      |
+    |                          | form of GELU) or "swiglu"                                 |             |
     | attention                | the encoder's self-attention: "full" or a variant of      | eq. (5),    |
     |                          | chapter 2 (numpy_transformer.attention.variants)          | §2.1        |
     | decoder_attention        | the decoder's masked self-attention, a causal-capable     | eq. (10)    |
@@ -127,6 +128,8 @@ class TransformerConfig(JsonConfig):
     | tie_embeddings           | the projection P is the target embedding transposed       | §1.2.5      |
     | share_source_embedding   | one embedding for both languages (one vocabulary)         |             |
     | pad_id                   | the padding token of both vocabularies (masked as a key)  | eq. (10)    |
+    | scale_embeddings         | √d · X Wᴱ (True, §1.2), or X Wᴱ alone (GPT-2, BERT)      | §1.2        |
+    | embedding_norm           | a LayerNorm of X Wᴱ + P before dropout (BERT's)           |             |
     | gradient_checkpointing   | recompute the layers' activations in backward, ⌈√L⌉       | notes       |
     |                          | segments of ⌈√L⌉ layers per stack (autograd.checkpoint)   |             |
     | dtype                    | "float32" (training) or "float64" (gradient checks)       |             |
@@ -157,6 +160,8 @@ class TransformerConfig(JsonConfig):
     tie_embeddings: bool = False
     share_source_embedding: bool = False
     pad_id: int = 0
+    scale_embeddings: bool = True
+    embedding_norm: bool = False
     gradient_checkpointing: bool = False
     dtype: str = "float32"
 

@@ -59,6 +59,8 @@ class LanguageModelConfig(JsonConfig):
     attention: str = "full"
     attention_options: dict = dataclasses.field(default_factory=dict, hash=False)
     tie_embeddings: bool = True
+    scale_embeddings: bool = True
+    embedding_norm: bool = False
     gradient_checkpointing: bool = False
     causal: bool = True
     pad_id: int = 0
@@ -102,7 +104,7 @@ class DecoderOnlyTransformer(Module):
         super().__init__()
         _check_config(self, config, causal=True)
         self.config = config
-        embedding = Embedding(config.vocab_size, config.d_model, rng, dtype=config.dtype)
+        embedding = Embedding(config.vocab_size, config.d_model, rng, config.scale_embeddings, config.dtype)
         self.stack = Stack(config, embedding, functools.partial(EncoderLayer, causal=True), config.n_layers, rng,
                            bidirectional=False)
         self.head = None if config.tie_embeddings else \
@@ -151,7 +153,7 @@ class EncoderOnlyTransformer(Module):
         super().__init__()
         _check_config(self, config, causal=False)
         self.config = config
-        embedding = Embedding(config.vocab_size, config.d_model, rng, dtype=config.dtype)
+        embedding = Embedding(config.vocab_size, config.d_model, rng, config.scale_embeddings, config.dtype)
         self.stack = Stack(config, embedding, EncoderLayer, config.n_layers, rng, bidirectional=True)
         self.head_transform = Linear(config.d_model, config.d_model, rng, dtype=config.dtype)
         self.head_norm = LayerNorm(config.d_model, config.norm_eps, config.norm_variant, config.dtype)
@@ -170,7 +172,7 @@ class EncoderOnlyTransformer(Module):
 
     def forward(self, ids):
         """Logits (batch, n, vocab_size) of the token at every position, read from both sides."""
-        h = F.gelu(self.head_transform(self.encode(ids)))
+        h = F.gelu(self.head_transform(self.encode(ids)), "tanh" if self.config.activation == "gelu_tanh" else "none")
         h = self.head_norm(h)
         weight = self.stack.embedding.weight.T if self.head is None else self.head.weight
         return F.linear(h, weight, self.head_bias)

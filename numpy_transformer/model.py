@@ -152,13 +152,15 @@ class Stack(Module):
         self.relative_bias = RelativePositionBias(
             config.n_heads, config.d_model, rng, bidirectional, config.relative_buckets,
             config.relative_max_distance, config.dtype) if config.positional == "relative" else None
+        self.embedding_norm = layer_norm(config) if config.embedding_norm else None
         self.layers = [layer(config, rng) for _ in range(n_layers)]
         self.final_norm = layer_norm(config) if config.norm_placement == "pre" else None
         self.segment = math.ceil(math.sqrt(n_layers)) if config.gradient_checkpointing else None
 
     def embed(self, ids, start=0):
-        """ids (batch, n) → √d · Wᴱ[ids] + P[start : start + n], dropout: (batch, n, d)."""
-        return self.positional(self.embedding(ids), start)
+        """ids (batch, n) → √d · Wᴱ[ids] + P[start : start + n] (LayerNormed with
+        embedding_norm, as BERT), dropout: (batch, n, d)."""
+        return self.positional(self.embedding(ids), start, self.embedding_norm)
 
     def position_bias(self, n_q, n_k, start=0):
         """The relative position bias (1, heads, n_q, n_k) of queries at start … start + n_q − 1,
@@ -239,9 +241,9 @@ class Transformer(Module):
             raise TypeError(f"Transformer: rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
                             f"got {type(rng).__name__}")
         self.config = config
-        src_embedding = Embedding(config.src_vocab_size, config.d_model, rng, dtype=config.dtype)
+        src_embedding = Embedding(config.src_vocab_size, config.d_model, rng, config.scale_embeddings, config.dtype)
         tgt_embedding = src_embedding if config.share_source_embedding else \
-            Embedding(config.tgt_vocab_size, config.d_model, rng, dtype=config.dtype)
+            Embedding(config.tgt_vocab_size, config.d_model, rng, config.scale_embeddings, config.dtype)
         self.encoder = Encoder(config, src_embedding, rng)
         self.decoder = Decoder(config, tgt_embedding, rng)
         self.projection = None if config.tie_embeddings else \
@@ -333,7 +335,8 @@ def analytic_parameter_count(config):
                        2 · buckets · H               T5's relative bias, one table per stack
         attention      (L_e + 2 L_d) · 4(d² + d)     W_q, W_k, W_v, W_c ∈ ℝ^{d×d}, biases; eqs. (3), (7)
         feed_forward   (L_e + L_d) · (2dm + m + d)   W₁, b₁, W₂, b₂ of §1.2.4 (SwiGLU: 3dm + 2m + d)
-        layer_norms    (2 L_e + 3 L_d) · 2d          γ, β of eq. (2) per sub-layer (pre-norm: + 2 · 2d)
+        layer_norms    (2 L_e + 3 L_d) · 2d          γ, β of eq. (2) per sub-layer (pre-norm: + 2 · 2d;
+                                                      BERT's embedding_norm: + 2 · 2d)
         projection     d l_t                         P ∈ ℝ^{d×l} of §1.2.5 (0 when tied to Wᴱ)
 
     (attention also counts the E, F of a Linformer encoder, eq. (17): k′ n_max per matrix.)
@@ -355,7 +358,7 @@ def analytic_parameter_count(config):
     n_attention = config.n_encoder_layers + 2 * config.n_decoder_layers
     n_feed_forward = config.n_encoder_layers + config.n_decoder_layers
     n_norms = 2 * config.n_encoder_layers + 3 * config.n_decoder_layers + \
-        (2 if config.norm_placement == "pre" else 0)
+        (2 if config.norm_placement == "pre" else 0) + (2 if config.embedding_norm else 0)
     feed_forward_size = 3 * d * m + 2 * m + d if config.activation == "swiglu" else 2 * d * m + m + d
     vocabularies = config.tgt_vocab_size + (0 if config.share_source_embedding else config.src_vocab_size)
     counts = {

@@ -227,14 +227,14 @@ class Dropout(Module):
         return F.dropout(x, self.p, self.training, self.rng)
 
 
-ACTIVATIONS = ("relu", "gelu", "swiglu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
 
 
 class FeedForward(Module):
     """The position-wise feed-forward network of thesis §1.2.4, applied to every row alone:
 
         relu:    FFN(x) = max(0, x W₁ + b₁) W₂ + b₂                 (the thesis, d_ff = m = 2048)
-        gelu:    FFN(x) = GELU(x W₁ + b₁) W₂ + b₂
+        gelu:    FFN(x) = GELU(x W₁ + b₁) W₂ + b₂                  (gelu_tanh: GELU's tanh form, GPT-2's)
         swiglu:  FFN(x) = (σ(x W₁ + b₁) ⊙ (x W₃ + b₃)) W₂ + b₂
 
     W₁, W₃ ∈ ℝ^{d_model × d_ff}, W₂ ∈ ℝ^{d_ff × d_model}; x: (..., d_model) → (..., d_model).
@@ -263,7 +263,9 @@ class FeedForward(Module):
         """The d_ff-dimensional layer between W₁ and W₂."""
         if self.activation == "swiglu":
             return F.sigmoid(self.W_1(x)) * self.W_3(x)
-        return F.relu(self.W_1(x)) if self.activation == "relu" else F.gelu(self.W_1(x))
+        if self.activation == "relu":
+            return F.relu(self.W_1(x))
+        return F.gelu(self.W_1(x), "tanh" if self.activation == "gelu_tanh" else "none")
 
     def forward(self, x):
         return self.W_2(self.dropout(self.hidden(x)))

@@ -87,7 +87,8 @@ class PositionalEncoding(Module):
             self.P = parameter(np.sqrt(0.5) * rng.standard_normal((max_len, d_model)), dtype)
         self.dropout = Dropout(dropout, rng)
 
-    def forward(self, x, start=0):
+    def forward(self, x, start=0, norm=None):
+        """norm: a LayerNorm applied to x + P before the dropout (BERT's embeddings), or None."""
         n = x.shape[-2]
         if x.shape[-1] != self.d_model:
             raise ValueError(f"PositionalEncoding: expected inputs of last dimension d_model="
@@ -95,4 +96,5 @@ class PositionalEncoding(Module):
         if start + n > self.max_len:
             raise ValueError(f"PositionalEncoding: positions {start}..{start + n - 1} (a sequence of "
                              f"length {n}) exceed max_len={self.max_len}")
-        return self.dropout(x if self.P is None else x + self.P[start:start + n])
+        x = x if self.P is None else x + self.P[start:start + n]
+        return self.dropout(x if norm is None else norm(x))

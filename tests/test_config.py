@@ -89,7 +89,7 @@ def test_values_read_from_json_are_validated():
     (dict(positional="rotary"), r"positional must be one of \('sinusoidal', 'learned', 'relative'\), got 'rotary'"),
     (dict(norm_variant="rms"), r"norm_variant must be one of \('thesis', 'torch'\), got 'rms'"),
     (dict(norm_placement="sandwich"), r"norm_placement must be one of \('post', 'pre'\), got 'sandwich'"),
-    (dict(activation="tanh"), r"activation must be one of \('relu', 'gelu', 'swiglu'\), got 'tanh'"),
+    (dict(activation="tanh"), r"activation must be one of \('relu', 'gelu', 'gelu_tanh', 'swiglu'\), got 'tanh'"),
     (dict(attention="performer"), r"attention must be one of \('full', 'sparse', .*\), got 'performer'"),
     (dict(dtype="float16"), r"dtype must be one of \('float32', 'float64'\), got 'float16'"),
     (dict(d_model=0), "d_model must be a positive integer, got 0"),

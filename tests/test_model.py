@@ -314,11 +314,12 @@ OPTIONS = list(itertools.product(("sinusoidal", "learned"), PLACEMENTS, ("relu",
 
 
 @pytest.mark.parametrize("positional, placement, activation, tied, shared", OPTIONS)
+@pytest.mark.parametrize("embedding_norm", [False, True])
 def test_the_analytic_count_equals_the_model_count_for_every_option(positional, placement, activation, tied,
-                                                                    shared):
+                                                                    shared, embedding_norm):
     config = tiny(positional=positional, norm_placement=placement, activation=activation, tie_embeddings=tied,
                   share_source_embedding=shared, src_vocab_size=13 if shared else 11, d_model=12, n_heads=3,
-                  n_encoder_layers=2, n_decoder_layers=3, d_ff=20, dtype="float32")
+                  n_encoder_layers=2, n_decoder_layers=3, d_ff=20, embedding_norm=embedding_norm, dtype="float32")
     counts = analytic_parameter_count(config)
     assert counts["total"] == count_parameters(Transformer(config, rng())) == \
         sum(value for key, value in counts.items() if key != "total")

@@ -325,7 +325,7 @@ def test_feed_forward_dropout_acts_in_training_only():
 
 
 def test_feed_forward_unknown_activation_names_the_allowed_values():
-    with pytest.raises(ValueError, match=r"one of \('relu', 'gelu', 'swiglu'\), got 'tanh'"):
+    with pytest.raises(ValueError, match=r"one of \('relu', 'gelu', 'gelu_tanh', 'swiglu'\), got 'tanh'"):
         FeedForward(4, 8, rng(), activation="tanh")
 
 

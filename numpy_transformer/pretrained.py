@@ -1,0 +1,174 @@
+"""Hugging Face checkpoints of GPT-2 and BERT, loaded into this project's own models: a folder
+holding `config.json` and `model.safetensors` (what `save_pretrained` writes, and what the Hub
+serves for `gpt2`, `distilgpt2`, `bert-base-uncased` and models of the same formats) becomes a
+`DecoderOnlyTransformer` or an `EncoderOnlyTransformer`. There is no second implementation:
+GPT-2 is the decoder-only model with pre-norm, GELU's tanh form, learned positions, unscaled
+embeddings and a tied head; BERT is the encoder-only model with post-norm, GELU, learned
+positions, unscaled embeddings normalised by a LayerNorm (`embedding_norm`), and its MLM head.
+
+    model = load_hugging_face("path/to/gpt2")     # the weights read with safetensors' NumPy API
+
+GPT-2 (`Conv1D` stores its weights as (in, out), the layout of `Linear` here):
+
+| Hugging Face                              | here                                          |
+|-------------------------------------------|-----------------------------------------------|
+| wte.weight                                | stack.embedding.weight (and the tied head)    |
+| wpe.weight                                | stack.positional.P                            |
+| h.i.ln_1, h.i.ln_2                        | stack.layers.i.norm_1, norm_2 (γ, β)          |
+| h.i.attn.c_attn (d, 3d)                   | self_attn.W_q, W_k, W_v: its three d columns  |
+| h.i.attn.c_proj                           | self_attn.W_c                                 |
+| h.i.mlp.c_fc, h.i.mlp.c_proj              | feed_forward.W_1, W_2                         |
+| ln_f                                      | stack.final_norm                              |
+
+BERT (`nn.Linear` stores (out, in): transposed here):
+
+| Hugging Face (prefix `bert.`)                   | here                                    |
+|-------------------------------------------------|-----------------------------------------|
+| embeddings.word_embeddings                      | stack.embedding.weight                  |
+| embeddings.position_embeddings + the first row  | stack.positional.P (one segment: the    |
+| of embeddings.token_type_embeddings             | type-0 embedding added to every position)|
+| embeddings.LayerNorm                            | stack.embedding_norm                    |
+| encoder.layer.i.attention.self.query/key/value  | stack.layers.i.self_attn.W_q, W_k, W_v  |
+| encoder.layer.i.attention.output.dense          | self_attn.W_c                           |
+| encoder.layer.i.attention.output.LayerNorm      | norm_1                                  |
+| encoder.layer.i.intermediate.dense, output.dense| feed_forward.W_1, W_2                   |
+| encoder.layer.i.output.LayerNorm                | norm_2                                  |
+| cls.predictions.transform.dense, .LayerNorm     | head_transform, head_norm               |
+| cls.predictions.bias                            | head_bias                               |
+
+Every input here is one segment (token type 0), so BERT's token-type embedding is folded into
+the positions. GPT-2 has no padding token: its end-of-text token stands in as `pad_id`, so a
+text holding `<|endoftext|>` would have it masked.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
+
+ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
+CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
+
+
+def load_hugging_face(folder, dtype="float32"):
+    """The GPT-2 or BERT model saved in `folder` (config.json, model.safetensors), in eval mode."""
+    folder = Path(folder)
+    hf_config = read_config(folder)
+    kind = hf_config.get("model_type")
+    if kind not in ("gpt2", "bert"):
+        raise ValueError(f"{folder / CONFIG_FILE}: model_type {kind!r} is not one this project loads (gpt2, bert)")
+    config = (gpt2_config if kind == "gpt2" else bert_config)(hf_config, dtype)
+    weights = read_weights(folder)
+    model_class = DecoderOnlyTransformer if kind == "gpt2" else EncoderOnlyTransformer
+    model = model_class(config, np.random.default_rng(0))
+    try:
+        state = (gpt2_state if kind == "gpt2" else bert_state)(weights, config.n_layers)
+    except KeyError as missing:
+        raise ValueError(f"{folder / WEIGHTS_FILE}: no weight {missing} (not a {kind} checkpoint of the usual "
+                         f"format)") from None
+    model.load_state_dict(state)
+    return model.eval()
+
+
+def read_config(folder):
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file (a Hugging Face model folder holds {CONFIG_FILE} and "
+                                f"{WEIGHTS_FILE})")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_weights(folder):
+    """{name: array} of model.safetensors, read with safetensors' NumPy API (no PyTorch); the
+    names without a `transformer.` prefix, and BERT's old LayerNorm names (gamma, beta) renamed."""
+    from safetensors.numpy import load_file
+
+    path = folder / WEIGHTS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file (only the safetensors format is read, not pytorch_model.bin)")
+    renamed = {".gamma": ".weight", ".beta": ".bias"}
+    weights = {}
+    for name, array in load_file(str(path)).items():
+        name = name.removeprefix("transformer.")
+        for old, new in renamed.items():
+            name = name[:-len(old)] + new if name.endswith(old) else name
+        weights[name] = array
+    return weights
+
+
+def gpt2_config(hf, dtype):
+    unsupported = [name for name in ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn") if hf.get(name)]
+    if unsupported or not hf.get("scale_attn_weights", True) or not hf.get("tie_word_embeddings", True):
+        raise ValueError(f"GPT-2 options this project does not implement: {unsupported or 'untied or unscaled'}")
+    d = hf["n_embd"]
+    return LanguageModelConfig(
+        hf["vocab_size"], d_model=d, n_heads=hf["n_head"], d_ff=hf.get("n_inner") or 4 * d, n_layers=hf["n_layer"],
+        dropout=hf.get("resid_pdrop", 0.1), max_len=hf["n_positions"], positional="learned", norm_variant="torch",
+        norm_eps=hf.get("layer_norm_epsilon", 1e-5), norm_placement="pre",
+        activation=_activation(hf.get("activation_function", "gelu_new")), tie_embeddings=True,
+        scale_embeddings=False, causal=True, pad_id=hf.get("eos_token_id", hf["vocab_size"] - 1), dtype=dtype)
+
+
+def bert_config(hf, dtype):
+    return LanguageModelConfig(
+        hf["vocab_size"], d_model=hf["hidden_size"], n_heads=hf["num_attention_heads"], d_ff=hf["intermediate_size"],
+        n_layers=hf["num_hidden_layers"], dropout=hf.get("hidden_dropout_prob", 0.1),
+        max_len=hf["max_position_embeddings"], positional="learned", norm_variant="torch",
+        norm_eps=hf.get("layer_norm_eps", 1e-12), norm_placement="post", activation=_activation(hf.get("hidden_act")),
+        tie_embeddings=True, scale_embeddings=False, embedding_norm=True, causal=False,
+        pad_id=hf.get("pad_token_id", 0), dtype=dtype)
+
+
+def _activation(name):
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation {name!r} is not one this project implements ({', '.join(ACTIVATIONS)})")
+    return ACTIVATIONS[name]
+
+
+def gpt2_state(weights, n_layers):
+    """This project's state dict from GPT-2's weights (the first table of the module docstring)."""
+    state = {"stack.embedding.weight": weights["wte.weight"], "stack.positional.P": weights["wpe.weight"],
+             **_norm("stack.final_norm", weights, "ln_f")}
+    for i in range(n_layers):
+        hf, here = f"h.{i}", f"stack.layers.{i}"
+        q, k, v = np.split(weights[f"{hf}.attn.c_attn.weight"], 3, axis=1)
+        biases = np.split(weights[f"{hf}.attn.c_attn.bias"], 3)
+        for name, weight, bias in zip(("W_q", "W_k", "W_v"), (q, k, v), biases):
+            state.update({f"{here}.self_attn.{name}.weight": weight, f"{here}.self_attn.{name}.bias": bias})
+        state.update(_linear(f"{here}.self_attn.W_c", weights, f"{hf}.attn.c_proj"))
+        state.update(_linear(f"{here}.feed_forward.W_1", weights, f"{hf}.mlp.c_fc"))
+        state.update(_linear(f"{here}.feed_forward.W_2", weights, f"{hf}.mlp.c_proj"))
+        state.update({**_norm(f"{here}.norm_1", weights, f"{hf}.ln_1"), **_norm(f"{here}.norm_2", weights, f"{hf}.ln_2")})
+    return state
+
+
+def bert_state(weights, n_layers):
+    """This project's state dict from BERT's weights (the second table of the module docstring)."""
+    embeddings = "bert.embeddings"
+    state = {"stack.embedding.weight": weights[f"{embeddings}.word_embeddings.weight"],
+             "stack.positional.P": np.add(weights[f"{embeddings}.position_embeddings.weight"],
+                                          weights[f"{embeddings}.token_type_embeddings.weight"][0], dtype=np.float64),
+             **_norm("stack.embedding_norm", weights, f"{embeddings}.LayerNorm"),
+             **_linear("head_transform", weights, "cls.predictions.transform.dense", transposed=True),
+             **_norm("head_norm", weights, "cls.predictions.transform.LayerNorm"),
+             "head_bias": weights["cls.predictions.bias"]}
+    for i in range(n_layers):
+        hf, here = f"bert.encoder.layer.{i}", f"stack.layers.{i}"
+        for name, part in (("W_q", "query"), ("W_k", "key"), ("W_v", "value")):
+            state.update(_linear(f"{here}.self_attn.{name}", weights, f"{hf}.attention.self.{part}", transposed=True))
+        state.update(_linear(f"{here}.self_attn.W_c", weights, f"{hf}.attention.output.dense", transposed=True))
+        state.update(_norm(f"{here}.norm_1", weights, f"{hf}.attention.output.LayerNorm"))
+        state.update(_linear(f"{here}.feed_forward.W_1", weights, f"{hf}.intermediate.dense", transposed=True))
+        state.update(_linear(f"{here}.feed_forward.W_2", weights, f"{hf}.output.dense", transposed=True))
+        state.update(_norm(f"{here}.norm_2", weights, f"{hf}.output.LayerNorm"))
+    return state
+
+
+def _linear(here, weights, hf, transposed=False):
+    weight = weights[f"{hf}.weight"]
+    return {f"{here}.weight": weight.T if transposed else weight, f"{here}.bias": weights[f"{hf}.bias"]}
+
+
+def _norm(here, weights, hf):
+    return {f"{here}.gamma": weights[f"{hf}.weight"], f"{here}.beta": weights[f"{hf}.bias"]}
