@@ -17,11 +17,13 @@ from numpy_transformer.sampling import generate
 
 
 def prompt_ids(tokenizer, prompt, max_len):
-    """[SOS] and the prompt's token ids; a ValueError when they leave no room for a new token
-    within the model's maximum length."""
-    ids = [tokenizer.sos_id] + tokenizer.encode(prompt)
+    """[SOS] and the prompt's token ids (a pretrained tokenizer without [SOS]: the prompt alone,
+    or its start-of-text token when the prompt is empty); a ValueError when they leave no room
+    for a new token within the model's maximum length."""
+    ids = ([] if tokenizer.sos_id is None else [tokenizer.sos_id]) + tokenizer.encode(prompt)
+    ids = ids or [tokenizer.bos_id]
     if len(ids) >= max_len:
-        raise ValueError(f"the prompt is {len(ids)} tokens long ([SOS] included), and this model reads at most "
+        raise ValueError(f"the prompt is {len(ids)} tokens long (a start token included), and this model reads at most "
                          f"{max_len}: shorten it to leave room for the continuation")
     return ids
 
@@ -45,7 +47,7 @@ def continuation_text(tokenizer, ids):
     """What the new tokens add to the prompt as written: byte-level BPE tokens carry their own
     spaces; words are joined by spaces after one that separates them from the prompt."""
     text = tokenizer.decode(ids)
-    if tokenizer.kind == "bpe" or not text:
+    if tokenizer.kind != "word" or not text:
         return text
     return " " + tokenizer.detokenize(ids)
 

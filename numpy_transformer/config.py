@@ -127,7 +127,8 @@ class TransformerConfig(JsonConfig):
     |                          | taken by one of the two kinds (cross-attention is "full") |             |
     | tie_embeddings           | the projection P is the target embedding transposed       | §1.2.5      |
     | share_source_embedding   | one embedding for both languages (one vocabulary)         |             |
-    | pad_id                   | the padding token of both vocabularies (masked as a key)  | eq. (10)    |
+    | pad_id                   | the padding token of both vocabularies (masked as a key); | eq. (10)    |
+    |                          | None for a vocabulary without one (GPT-2's)               |             |
     | scale_embeddings         | √d · X Wᴱ (True, §1.2), or X Wᴱ alone (GPT-2, BERT)      | §1.2        |
     | embedding_norm           | a LayerNorm of X Wᴱ + P before dropout (BERT's)           |             |
     | gradient_checkpointing   | recompute the layers' activations in backward, ⌈√L⌉       | notes       |
@@ -242,8 +243,8 @@ class TransformerConfig(JsonConfig):
             self.fail(f"d_model={self.d_model} must be even for the sinusoidal positional encoding "
                   f"(its entries come in sin/cos pairs, eq. (1))")
         vocabulary = min(self.src_vocab_size, self.tgt_vocab_size)
-        if not is_integer(self.pad_id) or not 0 <= self.pad_id < vocabulary:
-            self.fail(f"pad_id must be an id of both vocabularies, in [0, {vocabulary}), got {self.pad_id!r}")
+        if self.pad_id is not None and not (is_integer(self.pad_id) and 0 <= self.pad_id < vocabulary):
+            self.fail(f"pad_id must be an id of both vocabularies, in [0, {vocabulary}), or None, got {self.pad_id!r}")
         if self.share_source_embedding and self.src_vocab_size != self.tgt_vocab_size:
             self.fail(f"share_source_embedding needs one vocabulary for both languages, got "
                   f"src_vocab_size={self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")

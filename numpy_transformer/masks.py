@@ -39,9 +39,11 @@ def additive_mask(allowed, dtype=np.float32):
 
 def padding_mask(ids, pad_id):
     """(batch, 1, 1, n) boolean, True at real tokens: every query may attend to every key
-    that is not padding. ids: integer array (batch, n)."""
+    that is not padding. ids: integer array (batch, n); pad_id None: a vocabulary without
+    padding (GPT-2's), every token real."""
     ids = checked_token_ids("ids", ids, ndim=2)
-    return (ids != pad_id)[:, None, None, :]
+    real = np.ones(ids.shape, dtype=bool) if pad_id is None else ids != pad_id
+    return real[:, None, None, :]
 
 
 def self_attention_mask(ids, pad_id, causal=False):

@@ -7,6 +7,7 @@ embeddings and a tied head; BERT is the encoder-only model with post-norm, GELU,
 positions, unscaled embeddings normalised by a LayerNorm (`embedding_norm`), and its MLM head.
 
     model = load_hugging_face("path/to/gpt2")     # the weights read with safetensors' NumPy API
+    model, tokenizer = load_pretrained("gpt2")    # a folder, or a Hub name (cached, or downloaded)
 
 GPT-2 (`Conv1D` stores its weights as (in, out), the layout of `Linear` here):
 
@@ -37,18 +38,30 @@ BERT (`nn.Linear` stores (out, in): transposed here):
 | cls.predictions.bias                            | head_bias                               |
 
 Every input here is one segment (token type 0), so BERT's token-type embedding is folded into
-the positions. GPT-2 has no padding token: its end-of-text token stands in as `pad_id`, so a
-text holding `<|endoftext|>` would have it masked.
+the positions. GPT-2 has no padding token (`pad_id` None).
 """
 import json
 from pathlib import Path
 
 import numpy as np
 
+from numpy_transformer.data.hub import model_folder
+from numpy_transformer.data.hub_tokenizer import HubTokenizer
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
+
+
+def load_pretrained(name, cache_dir=None, dtype="float32"):
+    """(model, tokenizer) of a Hugging Face model folder, or of a Hub name (`data.hub.model_folder`)."""
+    folder = model_folder(name, cache_dir)
+    return load_hugging_face(folder, dtype), HubTokenizer.load(folder)
+
+
+def is_hugging_face_folder(path):
+    """True when `path` is a folder holding a Hugging Face config.json."""
+    return (Path(path) / CONFIG_FILE).is_file()
 
 
 def load_hugging_face(folder, dtype="float32"):
@@ -107,7 +120,7 @@ def gpt2_config(hf, dtype):
         dropout=hf.get("resid_pdrop", 0.1), max_len=hf["n_positions"], positional="learned", norm_variant="torch",
         norm_eps=hf.get("layer_norm_epsilon", 1e-5), norm_placement="pre",
         activation=_activation(hf.get("activation_function", "gelu_new")), tie_embeddings=True,
-        scale_embeddings=False, causal=True, pad_id=hf.get("eos_token_id", hf["vocab_size"] - 1), dtype=dtype)
+        scale_embeddings=False, causal=True, pad_id=None, dtype=dtype)
 
 
 def bert_config(hf, dtype):

@@ -59,7 +59,8 @@ def generate(model, prompt_ids, max_new_tokens, rng, temperature=1.0, top_k=None
         step_input, start = sequences, 0
         for _ in range(max_new_tokens):
             logits = model(step_input, cache, start).data[:, -1].copy()
-            logits[:, model.config.pad_id] = -np.inf                           # padding is never generated
+            if model.config.pad_id is not None:
+                logits[:, model.config.pad_id] = -np.inf                       # padding is never generated
             token = sample_next(logits, rng, temperature, top_k, top_p)
             sequences = np.concatenate([sequences, token[:, None]], axis=1)
             done |= token == eos_id

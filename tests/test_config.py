@@ -106,8 +106,8 @@ def test_values_read_from_json_are_validated():
     (dict(norm_eps=0.0), "norm_eps must be a number > 0, got 0.0"),
     (dict(positional_base=-1.0), "positional_base must be a number > 0, got -1.0"),
     (dict(tie_embeddings="yes"), "tie_embeddings must be true or false, got 'yes'"),
-    (dict(pad_id=11), r"pad_id must be an id of both vocabularies, in \[0, 11\), got 11"),
-    (dict(pad_id=-1), r"pad_id must be an id of both vocabularies, in \[0, 11\), got -1"),
+    (dict(pad_id=11), r"pad_id must be an id of both vocabularies, in \[0, 11\), or None, got 11"),
+    (dict(pad_id=-1), r"pad_id must be an id of both vocabularies, in \[0, 11\), or None, got -1"),
     (dict(share_source_embedding=True), "share_source_embedding needs one vocabulary.*src_vocab_size=11 and "
                                         "tgt_vocab_size=13"),
 ])

@@ -164,7 +164,7 @@ def test_a_bad_sampling_value_is_one_clear_line(lm_run, args, message):
 
 def test_a_prompt_longer_than_the_model_is_one_clear_line(lm_run):
     status, _, err = run_main(["generate", "--checkpoint", lm_run[0], "the man " * 20])
-    assert_clear_error(status, err, r"the prompt is 41 tokens long \(\[SOS\] included\), and this model reads at "
+    assert_clear_error(status, err, r"the prompt is 41 tokens long \(a start token included\), and this model reads at "
                                     r"most 32")
 
 

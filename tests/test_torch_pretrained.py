@@ -6,14 +6,50 @@ test-only dependencies; the library reads the weights with safetensors' NumPy AP
 import numpy as np
 import pytest
 
+from numpy_transformer.data.hub_tokenizer import HubTokenizer
 from numpy_transformer.pretrained import load_hugging_face
 from numpy_transformer.sampling import generate
+from run_helpers import run_main
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.torch
 
-VOCAB, EOS = 99, 98
+EOS = 0                  # <|endoftext|>, the first id of the byte-level BPE below
+
+
+TEXTS = ["Hello there, general Kenobi!", "The café serves naïve crème brûlée.", "Several   spaces and a\nnewline.",
+         "Emoji 🙂 and ümlauts", "the cat sat on the mat"] * 20
+TRICKY = ["Héllo wörld", "emoji 🙂 here", "several   spaces", "a\nnewline", "naïve café", " leading space", ""]
+
+
+def byte_level_bpe(vocab_size=300):
+    """A GPT-2-style tokenizer: byte-level BPE with <|endoftext|> (here its first id)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(TEXTS, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
+                                                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                             show_progress=False))
+    return tokenizer
+
+
+def wordpiece():
+    """A BERT-style tokenizer: lower-cased WordPiece, [CLS] text [SEP]."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.decoder = decoders.WordPiece()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokenizer.train_from_iterator(TEXTS, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials,
+                                                                   show_progress=False))
+    tokenizer.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                             special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return tokenizer
 
 
 def perturbed(model):
@@ -29,27 +65,32 @@ def perturbed(model):
 @pytest.fixture(scope="module")
 def gpt2(tmp_path_factory):
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=16, n_layer=2, n_head=2,
-                                     bos_token_id=EOS, eos_token_id=EOS, attn_implementation="eager")
+    tokenizer = byte_level_bpe()
+    config = transformers.GPT2Config(vocab_size=tokenizer.get_vocab_size(), n_positions=32, n_embd=16, n_layer=2,
+                                     n_head=2, bos_token_id=EOS, eos_token_id=EOS, attn_implementation="eager")
     model = perturbed(transformers.GPT2LMHeadModel(config))
     folder = tmp_path_factory.mktemp("gpt2")
     model.save_pretrained(folder)
+    tokenizer.save(str(folder / "tokenizer.json"))
     return model, folder
 
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
     torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                     intermediate_size=40, max_position_embeddings=32, attn_implementation="eager")
+    tokenizer = wordpiece()
+    config = transformers.BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=16, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=40, max_position_embeddings=32,
+                                     attn_implementation="eager")
     model = perturbed(transformers.BertForMaskedLM(config))
     folder = tmp_path_factory.mktemp("bert")
     model.save_pretrained(folder)
+    tokenizer.save(str(folder / "tokenizer.json"))
     return model, folder
 
 
 def ids(batch=2, n=12, seed=0):
-    return np.random.default_rng(seed).integers(1, EOS, (batch, n))          # no padding, no end of text
+    return np.random.default_rng(seed).integers(5, 119, (batch, n))          # no special token of either
 
 
 def reference(model, tokens, dtype=torch.float32):
@@ -93,9 +134,9 @@ def test_greedy_generation_equals_transformers_token_for_token(gpt2, use_cache):
     model, prompt = load_hugging_face(folder, dtype="float64"), ids(batch=1, n=5, seed=2)
     with torch.no_grad():
         expected = hf_model.double().generate(torch.from_numpy(prompt), max_new_tokens=20, do_sample=False,
-                                              use_cache=use_cache, bad_words_ids=[[EOS]], pad_token_id=EOS)
+                                              use_cache=use_cache, pad_token_id=EOS)
     hf_model.float()
-    ours = generate(model, prompt, 20, np.random.default_rng(0), temperature=0, use_cache=use_cache)
+    ours = generate(model, prompt, 20, np.random.default_rng(0), temperature=0, eos_id=EOS, use_cache=use_cache)
     assert ours == expected.numpy().tolist()
 
 
@@ -108,3 +149,52 @@ def test_a_folder_that_is_not_a_checkpoint_is_one_clear_error(tmp_path, gpt2):
     (tmp_path / "config.json").write_text((gpt2[1] / "config.json").read_text())
     with pytest.raises(FileNotFoundError, match="model.safetensors: no such file"):
         load_hugging_face(tmp_path)
+
+
+def test_the_tokenizers_give_the_ids_of_transformers_on_tricky_strings(gpt2, bert):
+    gpt2_tokenizer = HubTokenizer.load(gpt2[1])
+    reference = transformers.PreTrainedTokenizerFast(tokenizer_file=str(gpt2[1] / "tokenizer.json"))
+    for text in TRICKY:
+        assert gpt2_tokenizer.encode(text) == reference(text)["input_ids"], text
+        assert gpt2_tokenizer.decode(gpt2_tokenizer.encode(text)) == text
+    bert_tokenizer = HubTokenizer.load(bert[1])
+    reference = transformers.PreTrainedTokenizerFast(tokenizer_file=str(bert[1] / "tokenizer.json"))
+    for text in TRICKY:
+        framed = [bert_tokenizer.cls_id, *bert_tokenizer.encode(text), bert_tokenizer.sep_id]
+        assert framed == reference(text)["input_ids"], text
+    assert (gpt2_tokenizer.eos_id, gpt2_tokenizer.sos_id, gpt2_tokenizer.pad_id) == (EOS, None, None)
+    assert (bert_tokenizer.pad_id, bert_tokenizer.cls_id, bert_tokenizer.sep_id, bert_tokenizer.mask_id) == (0, 2, 3, 4)
+
+
+def test_generate_on_a_hugging_face_folder_prints_what_transformers_generates(gpt2):
+    hf_model, folder = gpt2
+    status, out, err = run_main(["generate", "--checkpoint", folder, "--temperature", "0", "--max-new-tokens", "8",
+                                 "Hello there"])
+    assert status == 0, err
+    reference = transformers.PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"))
+    prompt = reference("Hello there", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        expected = hf_model.generate(prompt, max_new_tokens=8, do_sample=False, pad_token_id=EOS)
+    assert out == reference.decode(expected[0], skip_special_tokens=True) + "\n"
+
+
+def test_fill_mask_on_a_hugging_face_folder_ranks_as_transformers_does(bert):
+    hf_model, folder = bert
+    status, out, err = run_main(["fill-mask", "--checkpoint", folder, "--top-k", "3", "the cat [MASK] on the mat"])
+    assert status == 0, err
+    reference = transformers.PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"))
+    inputs = reference("the cat [MASK] on the mat", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        logits = hf_model(inputs).logits[0, 3].double()
+    probabilities = torch.softmax(logits, -1)
+    logits[:5] = -torch.inf                                        # the special tokens are never candidates
+    best = torch.argsort(logits, descending=True)[:3].tolist()
+    expected = [f"{reference.decode([i]).strip()}\t{probabilities[i].item():.4f}" for i in best]
+    assert out.splitlines() == expected
+
+
+def test_a_checkpoint_of_the_other_kind_is_one_clear_line(gpt2, bert):
+    status, _, err = run_main(["fill-mask", "--checkpoint", gpt2[1], "a [MASK]"])
+    assert status == 1 and "holds a GPT-2 (causal) model; this command needs a masked language model" in err
+    status, _, err = run_main(["generate", "--checkpoint", bert[1], "a"])
+    assert status == 1 and "holds a BERT (masked) model; this command needs a causal language model" in err

@@ -97,6 +97,26 @@ def load_model_of(directory, task):
     return checkpoint
 
 
+def load_language_model(name, task, cache_dir=None):
+    """(model, tokenizer, note) for --checkpoint NAME: a run folder of `train --task TASK`, or a
+    Hugging Face GPT-2 (task lm) or BERT (task mlm) folder, or such a model's Hub name. note: a
+    line for standard error about the model's data, or None."""
+    from pathlib import Path
+
+    from numpy_transformer.pretrained import is_hugging_face_folder, load_pretrained
+
+    if Path(name).exists() and not is_hugging_face_folder(name):
+        checkpoint = load_model_of(name, task)
+        note = f"note: {name} was trained on the built-in synthetic corpus (a small grammar, not real text)" \
+            if checkpoint.data_config.dataset == "builtin" else None
+        return checkpoint.model, checkpoint.tokenizers[0], note
+    model, tokenizer = load_pretrained(name, cache_dir)
+    if model.config.causal != (task == "lm"):
+        held = "a GPT-2 (causal)" if model.config.causal else "a BERT (masked)"
+        raise ValueError(f"{name} holds {held} model; this command needs {MODEL_NAMES[task]}")
+    return model, tokenizer, None
+
+
 def utf8_lines(texts, what):
     """`texts` (command-line arguments or lines), each checked to be valid UTF-8: Python hands
     undecodable bytes over as lone surrogates, which the tokenizers cannot read."""

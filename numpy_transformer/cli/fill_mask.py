@@ -1,12 +1,12 @@
 """`numpy-transformer fill-mask`: the most probable tokens for each [MASK] of a text, by a
 trained masked language model.
 
-    numpy-transformer fill-mask --checkpoint DIR [--top-k K] "the [MASK] sat on the mat ."
+    numpy-transformer fill-mask --checkpoint DIR|HF_FOLDER|HUB_NAME [--top-k K] "the [MASK] sat on the mat ."
 
 One candidate per line, best first: the token, a tab, its probability P(x_i | x_≠i). A text with
 several [MASK]s gives one block per [MASK], in order, separated by an empty line.
 """
-from numpy_transformer.cli.common import add_common_arguments, load_model_of, positive_integer, utf8_lines
+from numpy_transformer.cli.common import add_common_arguments, load_language_model, positive_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -14,7 +14,9 @@ def add_parser(commands):
                                                  "model (--task mlm)",
                                description="Print the most probable tokens for each [MASK], best first, each with "
                                            "its probability.")
-    fill.add_argument("--checkpoint", required=True, metavar="DIR", help="the folder `train --task mlm` wrote")
+    fill.add_argument("--checkpoint", required=True, metavar="DIR",
+                      help="the folder `train --task mlm` wrote, a Hugging Face BERT folder, or a Hub name "
+                           "(bert-base-uncased)")
     fill.add_argument("text", help="a text with one [MASK] or more")
     fill.add_argument("--top-k", type=positive_integer, default=5, metavar="K", help="candidates per [MASK] (default 5)")
     add_common_arguments(fill)
@@ -25,9 +27,9 @@ def command(args):
     """Print the candidates of each [MASK]: token<TAB>probability, best first."""
     from numpy_transformer.completion import fill_mask
 
-    checkpoint = load_model_of(args.checkpoint, "mlm")
+    model, tokenizer, _ = load_language_model(args.checkpoint, "mlm", args.cache_dir)
     (text,) = utf8_lines([args.text], "text")
-    blocks = fill_mask(checkpoint.model, checkpoint.tokenizers[0], text, args.top_k)
+    blocks = fill_mask(model, tokenizer, text, args.top_k)
     print("\n\n".join("\n".join(f"{token}\t{probability:.4f}" for token, probability in candidates)
                       for candidates in blocks))
     return 0

@@ -1,6 +1,6 @@
 """`numpy-transformer generate`: continue prompts with a trained causal language model.
 
-    numpy-transformer generate --checkpoint DIR [--max-new-tokens N] [--temperature T] [--top-k K]
+    numpy-transformer generate --checkpoint DIR|HF_FOLDER|HUB_NAME [--max-new-tokens N] [--temperature T] [--top-k K]
                                [--top-p P] [--seed S] "a prompt" ...    (or lines on standard input)
 
 Each prompt is printed with its continuation, one line each. Temperature 0 is greedy decoding;
@@ -9,14 +9,15 @@ and to the nucleus of mass P (`numpy_transformer.sampling`), until [EOS].
 """
 import sys
 
-from numpy_transformer.cli.common import add_common_arguments, load_model_of, non_negative_integer, \
+from numpy_transformer.cli.common import add_common_arguments, load_language_model, non_negative_integer, \
     non_negative_number, positive_integer, probability, standard_input_lines, utf8_lines
 
 
 def add_parser(commands):
     generate = commands.add_parser("generate", help="continue prompts with a trained language model (--task lm)",
                                    description="Print each prompt followed by the model's continuation.")
-    generate.add_argument("--checkpoint", required=True, metavar="DIR", help="the folder `train --task lm` wrote")
+    generate.add_argument("--checkpoint", required=True, metavar="DIR",
+                          help="the folder `train --task lm` wrote, a Hugging Face GPT-2 folder, or a Hub name (gpt2)")
     generate.add_argument("prompts", nargs="*", metavar="PROMPT",
                           help="texts to continue (none: the lines of standard input; \"\" starts from nothing)")
     generate.add_argument("--max-new-tokens", type=positive_integer, default=30, metavar="N",
@@ -37,14 +38,13 @@ def command(args):
 
     from numpy_transformer.completion import complete
 
-    checkpoint = load_model_of(args.checkpoint, "lm")
+    model, tokenizer, note = load_language_model(args.checkpoint, "lm", args.cache_dir)
     prompts = utf8_lines(args.prompts, "prompt") if args.prompts else standard_input_lines()
     if not prompts:
         raise ValueError("nothing to continue: give prompts as arguments or as lines on standard input")
-    texts = complete(checkpoint.model, checkpoint.tokenizers[0], prompts, np.random.default_rng(args.seed),
-                     args.max_new_tokens, args.temperature, args.top_k, args.top_p)
-    if checkpoint.data_config.dataset == "builtin":
-        print(f"note: {args.checkpoint} was trained on the built-in synthetic corpus (a small grammar, not real text)",
-              file=sys.stderr)
+    texts = complete(model, tokenizer, prompts, np.random.default_rng(args.seed), args.max_new_tokens,
+                     args.temperature, args.top_k, args.top_p)
+    if note:
+        print(note, file=sys.stderr)
     print("\n".join(texts))
     return 0

@@ -12,8 +12,10 @@ library's minutes of retries.
 """
 import contextlib
 import threading
+from pathlib import Path
 
 HUB_TIMEOUT = 3.0   # seconds to wait for the Hub before calling it unreachable
+MODEL_FILES = ["config.json", "model.safetensors", "tokenizer.json", "special_tokens_map.json"]
 
 
 class DataUnavailableError(RuntimeError):
@@ -39,6 +41,46 @@ def load_hub_dataset(name, config=None, cache_dir=None, split=None, what=None, l
         return datasets.load_dataset(name, config, split=split, cache_dir=cache_dir)
     except ConnectionError:
         raise DataUnavailableError(message) from None
+
+
+def model_folder(name, cache_dir=None):
+    """The local folder of a Hugging Face model: `name` itself when it is a folder, else the
+    files of the Hub repository `name` (its config, safetensors weights and tokenizer) from the
+    cache, or downloaded once the Hub answers. DataUnavailableError when neither, at once."""
+    if Path(name).is_dir():
+        return Path(name)
+    import huggingface_hub.constants
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(name, allow_patterns=MODEL_FILES, cache_dir=cache_dir, local_files_only=True))
+    except Exception:  # not cached (or not a repository name): the Hub decides
+        pass
+    message = model_unavailable_message(name, cache_dir or huggingface_hub.constants.HF_HUB_CACHE)
+    if huggingface_hub.constants.HF_HUB_OFFLINE or not hub_is_reachable():
+        raise DataUnavailableError(message)
+    try:
+        return Path(snapshot_download(name, allow_patterns=MODEL_FILES, cache_dir=cache_dir))
+    except Exception as error:  # huggingface_hub raises its own types: a missing repository, a network fault
+        raise DataUnavailableError(f"{message}\n(The Hub answered: {type(error).__name__}: {error})") from None
+
+
+def model_unavailable_message(name, cache):
+    import huggingface_hub.constants
+
+    reason = "offline mode is on (HF_HUB_OFFLINE)" if huggingface_hub.constants.HF_HUB_OFFLINE else \
+        f"the Hugging Face Hub ({huggingface_hub.constants.ENDPOINT}) cannot be reached"
+    return (
+        f"{name} is not a folder here, and the Hub model of that name cannot be loaded: {reason}, and no copy is "
+        f"cached in {cache}.\n"
+        f"Three ways on:\n"
+        f"  1. A local folder: --checkpoint DIR holding config.json, model.safetensors and tokenizer.json (what "
+        f"save_pretrained writes), or a run folder of numpy-transformer train.\n"
+        f"  2. A cached copy: on a machine with network run\n"
+        f"       python -c \"import huggingface_hub; huggingface_hub.snapshot_download({name!r})\"\n"
+        f"     then copy its cache folder here and point HF_HUB_CACHE at it (HF_HUB_OFFLINE=1 then skips the "
+        f"network entirely).\n"
+        f"  3. A model trained here: numpy-transformer train --task lm (or mlm) --out DIR.")
 
 
 def hub_is_reachable(endpoint=None, timeout=HUB_TIMEOUT):

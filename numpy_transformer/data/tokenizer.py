@@ -34,7 +34,35 @@ BYTES = 256                     # the byte-level alphabet every BPE vocabulary s
 FILE_NAME = re.compile(r"tokenizer_([A-Za-z_-]+)\.json$")
 
 
-class WordTokenizer:
+class TextTokenizer:
+    """What every tokenizer here offers over its `tokenizers.Tokenizer` (`self.tokenizer`, and
+    `special_ids`): ids without special tokens, and text back from ids."""
+
+    def encode(self, text):
+        """Token ids of `text`, without special tokens."""
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def tokens(self, text):
+        return self.tokenizer.encode(text, add_special_tokens=False).tokens
+
+    def decode(self, ids):
+        """The text of `ids`, special tokens dropped ([UNK] too): word-level tokens joined by
+        spaces, byte-level BPE's bytes put back together."""
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
+
+    @property
+    def vocab_size(self):
+        return self.tokenizer.get_vocab_size()
+
+    def token(self, token_id):
+        """The written form of one token: `decode` of it alone, spaces trimmed (a BPE token
+        `Ġcat` is `cat`), or the special token's own name ([SEP])."""
+        if token_id in self.special_ids:
+            return self.tokenizer.id_to_token(int(token_id))
+        return self.tokenizer.decode([int(token_id)]).strip()
+
+
+class WordTokenizer(TextTokenizer):
     """A `tokenizers.Tokenizer` (a WordLevel or a byte-level BPE model) and the language it is
     for (which detokenizing rules apply)."""
 
@@ -107,17 +135,6 @@ class WordTokenizer:
         temporary.write_text(self.tokenizer.to_str(), encoding="utf-8")
         os.replace(temporary, path)
 
-    def encode(self, text):
-        """Token ids of `text`, without special tokens."""
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
-
-    def tokens(self, text):
-        return self.tokenizer.encode(text, add_special_tokens=False).tokens
-
-    def decode(self, ids):
-        """The tokens of `ids` joined by spaces, special tokens dropped ([UNK] too)."""
-        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
-
     def detokenize(self, ids):
         """Written text from `ids`: `decode`, then the rules of `detokenize` for this language."""
         return detokenize(self.decode(ids), self.language)
@@ -145,10 +162,6 @@ class WordTokenizer:
             unknown += sum(i == self.unk_id for i in ids)
             total += len(ids)
         return unknown, total
-
-    @property
-    def vocab_size(self):
-        return self.tokenizer.get_vocab_size()
 
     @property
     def unk_id(self):
@@ -184,13 +197,6 @@ class WordTokenizer:
         """The ids of the special tokens this tokenizer has."""
         return [self.tokenizer.token_to_id(token) for token in SPECIAL_TOKENS + MASKED_LM_TOKENS
                 if self.tokenizer.token_to_id(token) is not None]
-
-    def token(self, token_id):
-        """The written form of one token: `decode` of it alone, spaces trimmed (a BPE token
-        `Ġcat` is `cat`), or the special token's own name ([SEP])."""
-        if token_id in self.special_ids:
-            return self.tokenizer.id_to_token(int(token_id))
-        return self.tokenizer.decode([int(token_id)]).strip()
 
 
 def tokenizer_path(directory, language):
