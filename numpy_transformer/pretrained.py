@@ -41,6 +41,7 @@ Every input here is one segment (token type 0), so BERT's token-type embedding i
 the positions. GPT-2 has no padding token (`pad_id` None).
 """
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -59,9 +60,14 @@ def load_pretrained(name, cache_dir=None, dtype="float32"):
     return load_hugging_face(folder, dtype), HubTokenizer.load(folder)
 
 
-def is_hugging_face_folder(path):
-    """True when `path` is a folder holding a Hugging Face config.json."""
-    return (Path(path) / CONFIG_FILE).is_file()
+HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")      # gpt2, openai-community/gpt2
+
+
+def names_pretrained(name):
+    """True when `name` means a Hugging Face model: a folder holding its config.json, or no path
+    here but the shape of a Hub repository's name."""
+    path = Path(name)
+    return (path / CONFIG_FILE).is_file() or (not path.exists() and bool(HUB_NAME.match(str(name))))
 
 
 def load_hugging_face(folder, dtype="float32"):

@@ -226,3 +226,19 @@ def test_a_text_file_trains_a_language_model(tmp_path):
     status, out, err = run_main(["train", "--task", "mlm", "--dataset", path, "--out", tmp_path / "run", *TINY_LM])
     assert status == 0, err
     assert f"local text file {path} (200 texts)" in out and "texts: 180 train, 10 validation, 10 test" in out
+
+
+def test_attention_draws_and_classifies_the_heads_of_a_language_model(lm_run, mlm_run, tmp_path):
+    for (directory, _), kind, first in ((lm_run, "decoder", "[SOS]"), (mlm_run, "encoder", "[CLS]")):
+        out = tmp_path / kind
+        status, printed, err = run_main(["attention", "--checkpoint", directory, "the man eats .", "--out", out])
+        assert status == 0, err
+        assert printed.startswith(f"text: {first} the ") and f"| {kind}.0.self_attn | 1 |" in printed
+        assert (out / f"{kind}_self_attn.png").is_file() and (out / "spectra.png").is_file()
+        with np.load(out / "attention.npz") as saved:
+            heads = saved[f"weights/{kind}.0.self_attn"]
+        assert heads.shape[0] == 2 and np.allclose(heads.sum(axis=-1), 1)
+        if kind == "decoder":
+            assert np.allclose(np.triu(heads, 1), 0)                        # no head looks ahead
+    status, _, err = run_main(["attention", "--checkpoint", lm_run[0], "the man", "--target", "x"])
+    assert_clear_error(status, err, "--target is the translation a translation model's decoder reads")

@@ -50,3 +50,13 @@ def test_generate_and_fill_mask_with_an_unreachable_hub_name_are_one_clear_line(
         status, _, err = run_main(command)
         assert time.perf_counter() - start < 10
         assert_clear_error(status, err, "is not a folder here, and the Hub model of that name cannot be loaded")
+
+
+def test_what_counts_as_a_hub_name(tmp_path):
+    from numpy_transformer.pretrained import names_pretrained
+
+    assert names_pretrained("gpt2") and names_pretrained("openai-community/gpt2")
+    assert not names_pretrained(str(tmp_path / "missing" / "run"))           # a path: the run folder's error
+    assert not names_pretrained(str(tmp_path))                                # a folder without config.json
+    (tmp_path / "config.json").write_text("{}")
+    assert names_pretrained(str(tmp_path))

@@ -198,3 +198,16 @@ def test_a_checkpoint_of_the_other_kind_is_one_clear_line(gpt2, bert):
     assert status == 1 and "holds a GPT-2 (causal) model; this command needs a masked language model" in err
     status, _, err = run_main(["generate", "--checkpoint", bert[1], "a"])
     assert status == 1 and "holds a BERT (masked) model; this command needs a causal language model" in err
+
+
+def test_attention_on_a_hugging_face_folder_captures_the_heads_of_transformers(gpt2, tmp_path):
+    hf_model, folder = gpt2
+    status, out, err = run_main(["attention", "--checkpoint", folder, "Hello there", "--out", tmp_path])
+    assert status == 0, err
+    tokens = HubTokenizer.load(folder).encode("Hello there")
+    assert out.startswith("text: ") and "| decoder.1.self_attn | 1 |" in out
+    with torch.no_grad():
+        expected = hf_model(torch.tensor([tokens]), output_attentions=True).attentions
+    with np.load(tmp_path / "attention.npz") as saved:
+        for layer, weights in enumerate(expected):
+            np.testing.assert_allclose(saved[f"weights/decoder.{layer}.self_attn"], weights[0].numpy(), atol=1e-5)

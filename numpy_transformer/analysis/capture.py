@@ -5,10 +5,13 @@
     capture.weights["decoder.0.cross_attn"]     # (heads, n_tgt, n_src)
     capture.axes("decoder.0.cross_attn")        # (query tokens, key tokens)
     capture.save("attention.npz");  AttentionCapture.load("attention.npz")
+    capture = capture_text(gpt, tokenizer, "the cat sleeps .")    # a language model's one stack
 
 The source the encoder reads is [SOS] x [EOS]; the decoder reads [SOS] y (teacher forcing), and
 its query t is the one that predicts y_{t+1} (the last predicts [EOS]). Without a target, y is
-the model's own greedy translation. Only full attention keeps its weights: a model whose
+the model's own greedy translation. A language model reads one text: a decoder-only model its
+tokens (after [SOS] where its tokenizer has one: `completion.prompt_ids`), its heads filed as the
+decoder's; an encoder-only model [CLS] x [SEP], its heads filed as the encoder's. Only full attention keeps its weights: a model whose
 self-attention is a variant of chapter 2 (sparse, linear, …) cannot be captured.
 """
 import dataclasses
@@ -16,6 +19,7 @@ import dataclasses
 import numpy as np
 
 from numpy_transformer.analysis.hooks import attention_modules, kind_of, layer_of
+from numpy_transformer.completion import prompt_ids
 from numpy_transformer.decoding import greedy_decode, inference_mode
 
 
@@ -113,3 +117,20 @@ def capture_sentence(model, src_tokenizer, tgt_tokenizer, source, target=None):
     src_ids, tgt_ids = sentence_ids(model, src_tokenizer, tgt_tokenizer, source, target)
     return capture_attention(model, src_ids, tgt_ids, token_strings(src_tokenizer, src_ids),
                              token_strings(tgt_tokenizer, tgt_ids))
+
+
+def capture_text(model, tokenizer, text):
+    """Every head of a language model on one text (see the module docstring): an
+    `AttentionCapture` whose decoder (causal model) or encoder (masked model) reads the text."""
+    check_full_attention(model)
+    if model.config.causal:
+        ids = np.array(prompt_ids(tokenizer, text, model.config.max_len + 1))
+    else:
+        ids = np.array([tokenizer.cls_id, *tokenizer.encode(text), tokenizer.sep_id])
+    if len(ids) > model.config.max_len:
+        raise ValueError(f"the text has {len(ids)} tokens, more than the model's max_len={model.config.max_len}")
+    with inference_mode(model):
+        model(ids[None])
+    weights = {name: module.last_weights[0].astype(np.float64) for name, module in attention_modules(model).items()}
+    tokens = token_strings(tokenizer, ids)
+    return AttentionCapture([] if model.config.causal else tokens, tokens if model.config.causal else [], weights)

@@ -2,7 +2,9 @@
 each one uses.
 
 Names: `encoder.{l}.self_attn`, `decoder.{l}.self_attn` (masked, eq. (10)) and
-`decoder.{l}.cross_attn`, l = 0 … L − 1, in the order the model runs them.
+`decoder.{l}.cross_attn`, l = 0 … L − 1, in the order the model runs them. A language model
+has one stack: a decoder-only model's layers are named `decoder.{l}.self_attn` (causal), an
+encoder-only model's `encoder.{l}.self_attn`.
 
 `weights_hooks(model, make_hook)` sets `MultiHeadAttention.weights_hook` of every layer for the
 duration of a `with` block: make_hook(name) returns a function weights → weights (a Tensor
@@ -16,6 +18,9 @@ KINDS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 
 def attention_modules(model):
     """{name: MultiHeadAttention} for every attention layer of `model`, in running order."""
+    if hasattr(model, "stack"):                                  # a language model
+        stack = "decoder" if model.config.causal else "encoder"
+        return {f"{stack}.{l}.self_attn": layer.self_attn for l, layer in enumerate(model.stack.layers)}
     modules = {f"encoder.{l}.self_attn": layer.self_attn for l, layer in enumerate(model.encoder.layers)}
     for l, layer in enumerate(model.decoder.layers):
         modules[f"decoder.{l}.self_attn"] = layer.self_attn

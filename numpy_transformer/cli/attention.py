@@ -2,16 +2,19 @@
 
     numpy-transformer attention --checkpoint runs/default "the cat sleeps on the sofa ." \
         [--target "il gatto dorme sul divano ."] [--out attention] [--format png|svg]
+    numpy-transformer attention --checkpoint gpt2 "The cat sleeps on the sofa."   # any language model
 
 writes into --out a heat-map grid per kind of attention (encoder_self_attn, decoder_self_attn,
 decoder_cross_attn), the singular-value spectra (spectra), and every matrix with its tokens
 (attention.npz), and prints the role of every head and its structured approximation (the
 projection of eq. (21) at bandwidth --w with --num-pos rare tokens). Without --target the model
-reads its own greedy translation.
+reads its own greedy translation. A language model (a run of `train --task lm|mlm`, or a Hugging
+Face GPT-2 or BERT folder or Hub name) reads the sentence alone: one grid of its self-attention
+heads, layer by layer.
 """
 from pathlib import Path
 
-from numpy_transformer.cli.common import add_threads_argument, load_model_of, non_negative_integer, utf8_lines
+from numpy_transformer.cli.common import add_threads_argument, non_negative_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -19,9 +22,13 @@ def add_parser(commands):
     parser = commands.add_parser("attention", help="draw and classify the attention heads of a trained model",
                                  description="Heat maps, spectra, head roles and the structured approximation of "
                                              "every attention head for one sentence (thesis chapter 3).")
-    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="the folder `train --out` wrote")
-    parser.add_argument("sentence", help="the source sentence")
-    parser.add_argument("--target", help="the translation the decoder reads (default: the model's own)")
+    parser.add_argument("--checkpoint", required=True, metavar="DIR",
+                        help="the folder `train --out` wrote (translation or language model), or a Hugging Face "
+                             "GPT-2 / BERT folder or Hub name")
+    parser.add_argument("sentence", help="the source sentence (a language model's text)")
+    parser.add_argument("--target", help="the translation the decoder reads (default: the model's own; "
+                                         "translation models only)")
+    parser.add_argument("--cache-dir", help="where huggingface_hub keeps downloaded models (default HF_HUB_CACHE)")
     parser.add_argument("--out", default="attention", metavar="DIR", help="folder for the figures (default attention)")
     parser.add_argument("--format", choices=("png", "svg"), default="png", help="figure format (default png)")
     parser.add_argument("--w", type=non_negative_integer, default=3, help="bandwidth of the structured approximation (default 3)")
@@ -45,9 +52,29 @@ def approximation_table(capture, w, num_pos):
     return "\n".join(lines)
 
 
+def capture_checkpoint(name, sentence, target, cache_dir=None):
+    """The `AttentionCapture` of the model `name` names (a run folder, or a Hugging Face folder or
+    Hub name) on the sentence; the target only for a translation model."""
+    from numpy_transformer.analysis.capture import capture_sentence, capture_text
+    from numpy_transformer.pretrained import load_pretrained, names_pretrained
+    from numpy_transformer.training.checkpoint import load_checkpoint
+
+    if not names_pretrained(name):
+        checkpoint = load_checkpoint(name)
+        if checkpoint.task == "translation":
+            return capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, sentence,
+                                    target)
+        model, tokenizer = checkpoint.model, checkpoint.tokenizers[0]
+    else:
+        model, tokenizer = load_pretrained(name, cache_dir)
+    if target is not None:
+        raise ValueError(f"--target is the translation a translation model's decoder reads; {name} holds a language "
+                         f"model, which reads the sentence alone")
+    return capture_text(model, tokenizer, sentence)
+
+
 def command(args):
     """Draw, save and classify every head's attention for the sentence; print the tables."""
-    from numpy_transformer.analysis.capture import capture_sentence
     from numpy_transformer.analysis.heatmaps import draw_capture
     from numpy_transformer.analysis.roles import classify_capture, roles_table
     from numpy_transformer.analysis.spectra import draw_spectra
@@ -56,13 +83,14 @@ def command(args):
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} is a file, not a folder: choose a folder with --out")
-    checkpoint = load_model_of(args.checkpoint, "translation")
-    capture = capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, sentence,
-                               target or None)
+    capture = capture_checkpoint(args.checkpoint, sentence, target or None, args.cache_dir)
     paths = draw_capture(capture, out, args.format) + [draw_spectra(capture, out / f"spectra.{args.format}")]
     capture.save(out / "attention.npz")
-    print(f"source: {' '.join(capture.src_tokens)}")
-    print(f"target ({'given' if args.target else 'the model translation'}): {' '.join(capture.tgt_tokens)}")
+    if capture.src_tokens and capture.tgt_tokens:
+        print(f"source: {' '.join(capture.src_tokens)}")
+        print(f"target ({'given' if args.target else 'the model translation'}): {' '.join(capture.tgt_tokens)}")
+    else:
+        print(f"text: {' '.join(capture.src_tokens or capture.tgt_tokens)}")
     print()
     print(roles_table(classify_capture(capture), {name: capture.axes(name)[1] for name in capture.weights}))
     print()

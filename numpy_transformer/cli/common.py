@@ -101,11 +101,9 @@ def load_language_model(name, task, cache_dir=None):
     """(model, tokenizer, note) for --checkpoint NAME: a run folder of `train --task TASK`, or a
     Hugging Face GPT-2 (task lm) or BERT (task mlm) folder, or such a model's Hub name. note: a
     line for standard error about the model's data, or None."""
-    from pathlib import Path
+    from numpy_transformer.pretrained import load_pretrained, names_pretrained
 
-    from numpy_transformer.pretrained import is_hugging_face_folder, load_pretrained
-
-    if Path(name).exists() and not is_hugging_face_folder(name):
+    if not names_pretrained(name):
         checkpoint = load_model_of(name, task)
         note = f"note: {name} was trained on the built-in synthetic corpus (a small grammar, not real text)" \
             if checkpoint.data_config.dataset == "builtin" else None
