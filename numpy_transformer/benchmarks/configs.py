@@ -6,6 +6,12 @@
 | default | the default training run      | 1 + 1  | 128, 4, 512          | 64 × 16        | 735 / 1,242   |
 | base    | Vaswani et al. (2017), tied   | 6 + 6  | 512, 8, 2048         | 8 × 32         | 8,000 / 8,000 |
 | tiny    | a seconds-long smoke run      | 1 + 1  | 16, 2, 32            | 4 × 8          | 50 / 60       |
+| gpt-default | the lm preset's decoder-only model | 2 | 128, 4, 512        | 64 × 16        | 745           |
+| gpt-small   | a GPT of the thesis's width        | 6 | 512, 8, 2048       | 8 × 64         | 8,000         |
+| gpt-tiny    | a seconds-long decoder-only run    | 1 | 16, 2, 32          | 4 × 8          | 60            |
+
+The decoder-only (GPT) rows are `DecoderOnlyTransformer`s of the `lm` preset's kind (pre-norm,
+GELU, learned positions, tied head) reading the batch's target side: `tgt_in` → `tgt_out`.
 
 The default run's vocabularies are those the built-in corpus gives its tokenizers; 16 tokens is
 about the longest sentence of its batches (the mean is 8).
@@ -24,7 +30,8 @@ DROPOUT, LABEL_SMOOTHING, LR, BETAS, EPS = 0.1, 0.1, 1e-4, (0.9, 0.98), 1e-9
 
 @dataclasses.dataclass(frozen=True)
 class BenchConfig:
-    """A model (TransformerConfig fields) and a batch of `batch` pairs of `length` tokens."""
+    """A model (TransformerConfig fields, or LanguageModelConfig fields when `decoder_only`) and a
+    batch of `batch` pairs of `length` tokens (a decoder-only model reads the target side)."""
     name: str
     description: str
     model: dict
@@ -32,10 +39,16 @@ class BenchConfig:
     length: int
     src_vocab: int
     tgt_vocab: int
+    decoder_only: bool = False
 
     def transformer_config(self):
         from numpy_transformer.config import TransformerConfig
         return TransformerConfig(self.src_vocab, self.tgt_vocab, dropout=DROPOUT, pad_id=PAD_ID, **self.model)
+
+    def language_model_config(self):
+        from numpy_transformer.language_model import LanguageModelConfig
+        return LanguageModelConfig(self.tgt_vocab, dropout=DROPOUT, pad_id=PAD_ID, max_len=max(64, self.length),
+                                   **self.model)
 
 
 ONE_LAYER = dict(n_encoder_layers=1, n_decoder_layers=1)
@@ -52,10 +65,20 @@ CONFIGS = {config.name: config for config in (
                      tie_embeddings=True), batch=8, length=32, src_vocab=8000, tgt_vocab=8000),
     BenchConfig("tiny", "a seconds-long smoke run: d_model 16, 2 heads, d_ff 32, 1 + 1 layers",
                 dict(d_model=16, n_heads=2, d_ff=32, **ONE_LAYER), batch=4, length=8, src_vocab=50, tgt_vocab=60),
+    BenchConfig("gpt-default", "the lm preset's decoder-only model: d_model 128, 4 heads, d_ff 512, 2 layers",
+                dict(d_model=128, n_heads=4, d_ff=512, n_layers=2), batch=64, length=16, src_vocab=745, tgt_vocab=745,
+                decoder_only=True),
+    BenchConfig("gpt-small", "a decoder-only model of the thesis's width: d_model 512, 8 heads, d_ff 2048, 6 layers",
+                dict(d_model=512, n_heads=8, d_ff=2048, n_layers=6), batch=8, length=64, src_vocab=8000,
+                tgt_vocab=8000, decoder_only=True),
+    BenchConfig("gpt-tiny", "a seconds-long decoder-only run: d_model 16, 2 heads, d_ff 32, 1 layer",
+                dict(d_model=16, n_heads=2, d_ff=32, n_layers=1), batch=4, length=8, src_vocab=60, tgt_vocab=60,
+                decoder_only=True),
 )}
-MAIN_CONFIGS = ("thesis", "default", "base")
+MAIN_CONFIGS = ("thesis", "default", "base", "gpt-default", "gpt-small")
 DECODE_CONFIGS = ("thesis", "default")   # base decodes for minutes without the cache: ask for it by name
 CONFIG_NAMES = tuple(CONFIGS)
+ENCODER_DECODER_NAMES = tuple(name for name, config in CONFIGS.items() if not config.decoder_only)
 
 
 def make_batch(config, seed=0, batch=None):

@@ -4,8 +4,9 @@
   (numpy_transformer.benchmarks.attention) and draws the figures of docs/chapter2.md: the timing
   figure and table, the random-feature error figure (numpy_transformer.benchmarks.random_features)
   and the thesis's Figure 7;
-- `train-step` times a training step of this project's model against the same architecture in
-  PyTorch, with the peak memory of each (numpy_transformer.benchmarks.train_step);
+- `train-step` times a training step of this project's models (the encoder-decoder and the
+  decoder-only model) against the same architectures in PyTorch, with its default and its fused
+  Adam, and the peak memory of each (numpy_transformer.benchmarks.train_step);
 - `decode` times greedy decoding of 64 tokens with and without the key/value cache
   (numpy_transformer.benchmarks.decode).
 
@@ -67,13 +68,14 @@ def _add_train_step_command(benchmarks):
 
 
 def _add_decode_command(benchmarks):
-    from numpy_transformer.benchmarks.configs import CONFIG_NAMES, DECODE_CONFIGS
+    from numpy_transformer.benchmarks.configs import DECODE_CONFIGS, ENCODER_DECODER_NAMES
 
     parser = benchmarks.add_parser("decode", help="greedy decoding of 64 sentences into 64 tokens, with and "
                                                   "without the key/value cache")
-    parser.add_argument("--configs", nargs="+", choices=CONFIG_NAMES, default=list(DECODE_CONFIGS), metavar="NAME",
-                        help=f"configurations among {', '.join(CONFIG_NAMES)} (default: {' '.join(DECODE_CONFIGS)}; "
-                             f"base takes about 2 minutes per run without the cache)")
+    parser.add_argument("--configs", nargs="+", choices=ENCODER_DECODER_NAMES, default=list(DECODE_CONFIGS),
+                        metavar="NAME", help=f"configurations among {', '.join(ENCODER_DECODER_NAMES)} (default: "
+                                             f"{' '.join(DECODE_CONFIGS)}; base takes about 2 minutes per run "
+                                             f"without the cache)")
     parser.add_argument("--runs", type=positive_integer, default=3, help="timed runs of each (default 3)")
     parser.add_argument("--profile", action="store_true", help="print the profile of one cached decode")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
