@@ -57,7 +57,8 @@ def test_padding_at_the_end_changes_no_real_logit():
 
 
 @pytest.mark.parametrize("options", [{}, dict(tie_embeddings=False, positional="relative", relative_buckets=8,
-                                              relative_max_distance=16)])
+                                              relative_max_distance=16),
+                                     dict(activation="gelu_tanh", scale_embeddings=False)])      # GPT-2's
 def test_whole_model_gradients_for_every_parameter(options):
     lm = model(n_layers=1, **options)
     targets = np.roll(IDS, -1, axis=1)
@@ -200,7 +201,8 @@ def test_bert_reads_both_sides_and_ignores_padding():
 
 
 @pytest.mark.parametrize("options", [{}, dict(tie_embeddings=False, attention="linformer",
-                                              attention_options={"k_proj": 4})])
+                                              attention_options={"k_proj": 4}),
+                                     dict(embedding_norm=True, scale_embeddings=False)])         # BERT's
 def test_bert_gradients_for_every_parameter(options):
     model = bert(n_layers=1, **options)
     inputs = np.array([[1, 5, MASK, 7, 2], [1, MASK, 10, 11, 2]])
