@@ -6,7 +6,7 @@ GPT-2 is the decoder-only model with pre-norm, GELU's tanh form, learned positio
 embeddings and a tied head; BERT is the encoder-only model with post-norm, GELU, learned
 positions, unscaled embeddings normalised by a LayerNorm (`embedding_norm`), and its MLM head.
 
-    model = load_hugging_face("path/to/gpt2")     # the weights read with safetensors' NumPy API
+    model = load_hugging_face("path/to/gpt2")     # model.safetensors read tensor by tensor
     model, tokenizer = load_pretrained("gpt2")    # a folder, or a Hub name (cached, or downloaded)
 
 GPT-2 (`Conv1D` stores its weights as (in, out), the layout of `Linear` here):
@@ -71,23 +71,38 @@ def names_pretrained(name):
 
 
 def load_hugging_face(folder, dtype="float32"):
-    """The GPT-2 or BERT model saved in `folder` (config.json, model.safetensors), in eval mode."""
+    """The GPT-2 or BERT model saved in `folder` (config.json, model.safetensors), in eval mode.
+    The weights are read one tensor at a time and put into the model at once, so loading holds
+    the model and one tensor of the file, not a second copy of every weight."""
     folder = Path(folder)
     hf_config = read_config(folder)
     kind = hf_config.get("model_type")
     if kind not in ("gpt2", "bert"):
         raise ValueError(f"{folder / CONFIG_FILE}: model_type {kind!r} is not one this project loads (gpt2, bert)")
     config = (gpt2_config if kind == "gpt2" else bert_config)(hf_config, dtype)
-    weights = read_weights(folder)
     model_class = DecoderOnlyTransformer if kind == "gpt2" else EncoderOnlyTransformer
     model = model_class(config, np.random.default_rng(0))
+    weights = SafetensorsWeights(folder / WEIGHTS_FILE)
     try:
-        state = (gpt2_state if kind == "gpt2" else bert_state)(weights, config.n_layers)
+        fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config.n_layers))
     except KeyError as missing:
         raise ValueError(f"{folder / WEIGHTS_FILE}: no weight {missing} (not a {kind} checkpoint of the usual "
                          f"format)") from None
-    model.load_state_dict(state)
     return model.eval()
+
+
+def fill_parameters(model, pairs):
+    """Copy each (name, array) of `pairs` into the model's parameter of that name as it comes;
+    a ValueError for a name or shape the model lacks, or a parameter no pair filled."""
+    parameters = dict(model.named_parameters())
+    for name, array in pairs:
+        if name not in parameters or parameters[name].shape != array.shape:
+            raise ValueError(f"{name} {array.shape} does not fit the model (expected "
+                             f"{parameters[name].shape if name in parameters else 'no such parameter'})")
+        target = parameters.pop(name)
+        target.data = np.ascontiguousarray(array, dtype=target.dtype)     # a copy only of views and casts
+    if parameters:
+        raise ValueError(f"no weight for {', '.join(parameters)}")
 
 
 def read_config(folder):
@@ -98,22 +113,45 @@ def read_config(folder):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def read_weights(folder):
-    """{name: array} of model.safetensors, read with safetensors' NumPy API (no PyTorch); the
-    names without a `transformer.` prefix, and BERT's old LayerNorm names (gamma, beta) renamed."""
-    from safetensors.numpy import load_file
+class SafetensorsWeights:
+    """model.safetensors as a mapping name → array, each tensor read from the file when asked
+    for (no PyTorch, no memory map: what was read is freed once copied into the model). The
+    format: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
+    shape and byte range, then the data. Names lose a `transformer.` prefix, and BERT's old
+    LayerNorm names (gamma, beta) become weight and bias."""
 
-    path = folder / WEIGHTS_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file (only the safetensors format is read, not pytorch_model.bin)")
-    renamed = {".gamma": ".weight", ".beta": ".bias"}
-    weights = {}
-    for name, array in load_file(str(path)).items():
+    DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "BF16": np.uint16}
+    RENAMED = {".gamma": ".weight", ".beta": ".bias"}
+
+    def __init__(self, path):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such file (only the safetensors format is read, not "
+                                    f"pytorch_model.bin)")
+        self.path = path
+        with open(path, "rb") as file:
+            length = int.from_bytes(file.read(8), "little")
+            header = json.loads(file.read(length))
+        self.data_start = 8 + length
+        header.pop("__metadata__", None)
+        unknown = sorted({entry["dtype"] for entry in header.values()} - set(self.DTYPES))
+        if unknown:
+            raise ValueError(f"{path}: tensors of dtype {', '.join(unknown)}, which this project does not read")
+        self.entries = {self.renamed(name): entry for name, entry in header.items()}
+
+    def renamed(self, name):
         name = name.removeprefix("transformer.")
-        for old, new in renamed.items():
+        for old, new in self.RENAMED.items():
             name = name[:-len(old)] + new if name.endswith(old) else name
-        weights[name] = array
-    return weights
+        return name
+
+    def __getitem__(self, name):
+        entry = self.entries[name]
+        begin, end = entry["data_offsets"]
+        dtype = np.dtype(self.DTYPES[entry["dtype"]]).newbyteorder("<")
+        array = np.fromfile(self.path, dtype, (end - begin) // dtype.itemsize, offset=self.data_start + begin)
+        if entry["dtype"] == "BF16":                  # bfloat16: the upper half of a float32's bits
+            array = (array.astype(np.uint32) << 16).view(np.float32)
+        return array.reshape(entry["shape"])
 
 
 def gpt2_config(hf, dtype):
@@ -146,48 +184,50 @@ def _activation(name):
 
 
 def gpt2_state(weights, n_layers):
-    """This project's state dict from GPT-2's weights (the first table of the module docstring)."""
-    state = {"stack.embedding.weight": weights["wte.weight"], "stack.positional.P": weights["wpe.weight"],
-             **_norm("stack.final_norm", weights, "ln_f")}
+    """(name here, array) pairs from GPT-2's weights (the first table of the module docstring),
+    each tensor of the file read once."""
+    yield "stack.embedding.weight", weights["wte.weight"]
+    yield "stack.positional.P", weights["wpe.weight"]
+    yield from _norm("stack.final_norm", weights, "ln_f")
     for i in range(n_layers):
         hf, here = f"h.{i}", f"stack.layers.{i}"
-        q, k, v = np.split(weights[f"{hf}.attn.c_attn.weight"], 3, axis=1)
+        columns = np.split(weights[f"{hf}.attn.c_attn.weight"], 3, axis=1)
         biases = np.split(weights[f"{hf}.attn.c_attn.bias"], 3)
-        for name, weight, bias in zip(("W_q", "W_k", "W_v"), (q, k, v), biases):
-            state.update({f"{here}.self_attn.{name}.weight": weight, f"{here}.self_attn.{name}.bias": bias})
-        state.update(_linear(f"{here}.self_attn.W_c", weights, f"{hf}.attn.c_proj"))
-        state.update(_linear(f"{here}.feed_forward.W_1", weights, f"{hf}.mlp.c_fc"))
-        state.update(_linear(f"{here}.feed_forward.W_2", weights, f"{hf}.mlp.c_proj"))
-        state.update({**_norm(f"{here}.norm_1", weights, f"{hf}.ln_1"), **_norm(f"{here}.norm_2", weights, f"{hf}.ln_2")})
-    return state
+        for name, weight, bias in zip(("W_q", "W_k", "W_v"), columns, biases):
+            yield f"{here}.self_attn.{name}.weight", weight
+            yield f"{here}.self_attn.{name}.bias", bias
+        yield from _linear(f"{here}.self_attn.W_c", weights, f"{hf}.attn.c_proj")
+        yield from _linear(f"{here}.feed_forward.W_1", weights, f"{hf}.mlp.c_fc")
+        yield from _linear(f"{here}.feed_forward.W_2", weights, f"{hf}.mlp.c_proj")
+        yield from _norm(f"{here}.norm_1", weights, f"{hf}.ln_1")
+        yield from _norm(f"{here}.norm_2", weights, f"{hf}.ln_2")
 
 
 def bert_state(weights, n_layers):
-    """This project's state dict from BERT's weights (the second table of the module docstring)."""
+    """(name here, array) pairs from BERT's weights (the second table of the module docstring)."""
     embeddings = "bert.embeddings"
-    state = {"stack.embedding.weight": weights[f"{embeddings}.word_embeddings.weight"],
-             "stack.positional.P": np.add(weights[f"{embeddings}.position_embeddings.weight"],
-                                          weights[f"{embeddings}.token_type_embeddings.weight"][0], dtype=np.float64),
-             **_norm("stack.embedding_norm", weights, f"{embeddings}.LayerNorm"),
-             **_linear("head_transform", weights, "cls.predictions.transform.dense", transposed=True),
-             **_norm("head_norm", weights, "cls.predictions.transform.LayerNorm"),
-             "head_bias": weights["cls.predictions.bias"]}
+    yield "stack.embedding.weight", weights[f"{embeddings}.word_embeddings.weight"]
+    yield "stack.positional.P", np.add(weights[f"{embeddings}.position_embeddings.weight"],
+                                       weights[f"{embeddings}.token_type_embeddings.weight"][0], dtype=np.float64)
+    yield from _norm("stack.embedding_norm", weights, f"{embeddings}.LayerNorm")
+    yield from _linear("head_transform", weights, "cls.predictions.transform.dense", transposed=True)
+    yield from _norm("head_norm", weights, "cls.predictions.transform.LayerNorm")
+    yield "head_bias", weights["cls.predictions.bias"]
     for i in range(n_layers):
         hf, here = f"bert.encoder.layer.{i}", f"stack.layers.{i}"
         for name, part in (("W_q", "query"), ("W_k", "key"), ("W_v", "value")):
-            state.update(_linear(f"{here}.self_attn.{name}", weights, f"{hf}.attention.self.{part}", transposed=True))
-        state.update(_linear(f"{here}.self_attn.W_c", weights, f"{hf}.attention.output.dense", transposed=True))
-        state.update(_norm(f"{here}.norm_1", weights, f"{hf}.attention.output.LayerNorm"))
-        state.update(_linear(f"{here}.feed_forward.W_1", weights, f"{hf}.intermediate.dense", transposed=True))
-        state.update(_linear(f"{here}.feed_forward.W_2", weights, f"{hf}.output.dense", transposed=True))
-        state.update(_norm(f"{here}.norm_2", weights, f"{hf}.output.LayerNorm"))
-    return state
+            yield from _linear(f"{here}.self_attn.{name}", weights, f"{hf}.attention.self.{part}", transposed=True)
+        yield from _linear(f"{here}.self_attn.W_c", weights, f"{hf}.attention.output.dense", transposed=True)
+        yield from _norm(f"{here}.norm_1", weights, f"{hf}.attention.output.LayerNorm")
+        yield from _linear(f"{here}.feed_forward.W_1", weights, f"{hf}.intermediate.dense", transposed=True)
+        yield from _linear(f"{here}.feed_forward.W_2", weights, f"{hf}.output.dense", transposed=True)
+        yield from _norm(f"{here}.norm_2", weights, f"{hf}.output.LayerNorm")
 
 
 def _linear(here, weights, hf, transposed=False):
     weight = weights[f"{hf}.weight"]
-    return {f"{here}.weight": weight.T if transposed else weight, f"{here}.bias": weights[f"{hf}.bias"]}
+    return [(f"{here}.weight", weight.T if transposed else weight), (f"{here}.bias", weights[f"{hf}.bias"])]
 
 
 def _norm(here, weights, hf):
-    return {f"{here}.gamma": weights[f"{hf}.weight"], f"{here}.beta": weights[f"{hf}.bias"]}
+    return [(f"{here}.gamma", weights[f"{hf}.weight"]), (f"{here}.beta", weights[f"{hf}.bias"])]

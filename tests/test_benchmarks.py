@@ -170,3 +170,17 @@ def test_the_command_line_has_bench_memory():
 
     args = build_parser().parse_args(["bench", "memory", "--max-layers", "4"])
     assert (args.max_layers, args.run) == (4, bench_memory_command)
+
+
+@pytest.mark.torch
+def test_bench_pretrained_loads_and_generates_a_small_gpt2_here_and_in_transformers():
+    pytest.importorskip("transformers")
+    from numpy_transformer.benchmarks.pretrained import NEW_TOKENS, run
+
+    lines = []
+    results = run(1, 1, log=lines.append, shape=dict(n_layer=1, n_embd=16, n_head=2, vocab_size=300, n_positions=64))
+    for framework in ("numpy", "transformers"):
+        assert results[f"{framework}_load_seconds"] >= 0 and results[f"{framework}_load_peak_mb"] >= 0
+        assert results[f"{framework}_cached_tokens_per_second"] > 0
+        assert results[f"{framework}_uncached_tokens_per_second"] > 0
+    assert 0 <= results["shared_tokens"] <= NEW_TOKENS and "greedy tokens are the same in both" in lines[-1]

@@ -60,3 +60,36 @@ def test_what_counts_as_a_hub_name(tmp_path):
     assert not names_pretrained(str(tmp_path))                                # a folder without config.json
     (tmp_path / "config.json").write_text("{}")
     assert names_pretrained(str(tmp_path))
+
+
+def write_safetensors(path, tensors):
+    """A safetensors file written by hand: {name: (dtype name, array)} in the format's layout."""
+    import json
+
+    header, data = {}, b""
+    for name, (dtype, array) in tensors.items():
+        raw = array.tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps({"__metadata__": {"format": "np"}, **header}).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data)
+    return path
+
+
+def test_the_safetensors_format_is_read_directly_in_every_float_dtype(tmp_path):
+    import numpy as np
+
+    from numpy_transformer.pretrained import SafetensorsWeights
+
+    values = np.arange(6, dtype=np.float32).reshape(2, 3) / 4 - 0.5         # exact in every format below
+    bfloat16 = (values.view(np.uint32) >> 16).astype(np.uint16)
+    path = write_safetensors(tmp_path / "model.safetensors", {
+        "transformer.h.0.a": ("F32", values), "b.gamma": ("F64", values.astype(np.float64)),
+        "c": ("F16", values.astype(np.float16)), "d": ("BF16", bfloat16)})
+    weights = SafetensorsWeights(path)
+    assert set(weights.entries) == {"h.0.a", "b.weight", "c", "d"}           # prefix dropped, gamma renamed
+    for name in weights.entries:
+        np.testing.assert_array_equal(weights[name], values, err_msg=name)
+    write_safetensors(path, {"e": ("I64", np.arange(3))})
+    with pytest.raises(ValueError, match="tensors of dtype I64, which this project does not read"):
+        SafetensorsWeights(path)

@@ -224,11 +224,11 @@ def print_peak_memory(config_name, framework, threads):
         print("None")
         return
     train_two_steps(framework, CONFIGS["tiny"])
-    baseline = _status_kb("VmRSS") * 1024
+    baseline = status_kb("VmRSS") * 1024
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")                           # VmHWM := VmRSS: the peak restarts here
     train_two_steps(framework, CONFIGS[config_name])
-    print((_status_kb("VmHWM") * 1024 - baseline) / 2 ** 20)
+    print((status_kb("VmHWM") * 1024 - baseline) / 2 ** 20)
 
 
 def train_two_steps(framework, config):
@@ -240,7 +240,7 @@ def train_two_steps(framework, config):
         trainer.step()
 
 
-def _status_kb(field):
+def status_kb(field):
     with open("/proc/self/status") as status:
         for line in status:
             if line.startswith(field + ":"):

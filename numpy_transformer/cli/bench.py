@@ -8,7 +8,9 @@
   decoder-only model) against the same architectures in PyTorch, with its default and its fused
   Adam, and the peak memory of each (numpy_transformer.benchmarks.train_step);
 - `decode` times greedy decoding of 64 tokens with and without the key/value cache
-  (numpy_transformer.benchmarks.decode).
+  (numpy_transformer.benchmarks.decode);
+- `pretrained` loads a GPT-2-small-sized model in Hugging Face format and generates with it,
+  against `transformers` (numpy_transformer.benchmarks.pretrained).
 
 docs/performance.md gives their figures. `--threads` (alias `--blas-threads`) fixes the BLAS
 thread count before NumPy loads; where NumPy is already loaded with another count (a caller in
@@ -45,6 +47,13 @@ def add_parser(commands):
                                                                    "(default benchmark_results)")
     _add_threads_argument(memory, "BLAS threads")
     memory.set_defaults(run=bench_memory_command)
+    pretrained = benchmarks.add_parser(
+        "pretrained", help="a GPT-2-small-sized model in Hugging Face format: loading time and memory, and greedy "
+                           "generation with and without the cache, against transformers")
+    pretrained.add_argument("--runs", type=positive_integer, default=3, help="timed runs of each (default 3)")
+    pretrained.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
+    _add_threads_argument(pretrained)
+    pretrained.set_defaults(run=bench_pretrained_command)
 
 
 def _add_threads_argument(parser, what="threads of BLAS and of PyTorch"):
@@ -113,6 +122,21 @@ def bench_attention_command(args):
     for (kind, scale), values in errors.items():
         print(f"random features {kind}, N(0, {scale}²) entries: median errors {', '.join(f'{e:.3g}' for e in values)}")
     run(args.max_n, out, log=lambda line: print(line, flush=True))
+    return 0
+
+
+def bench_pretrained_command(args):
+    """Load and run a GPT-2-small-sized model here and in transformers; with --json the last line
+    is the JSON of the results."""
+    status = _rerun_with_blas_threads(args.blas_threads, ["pretrained", "--runs", str(args.runs),
+                                                          *(["--json"] if args.json else [])])
+    if status is not None:
+        return status
+    from numpy_transformer.benchmarks.pretrained import run
+
+    results = run(args.blas_threads, args.runs, log=lambda line: print(line, flush=True))
+    if args.json:
+        print(json.dumps(results))
     return 0
 
 
