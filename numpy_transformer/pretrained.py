@@ -82,13 +82,22 @@ def load_hugging_face(folder, dtype="float32"):
     config = (gpt2_config if kind == "gpt2" else bert_config)(hf_config, dtype)
     model_class = DecoderOnlyTransformer if kind == "gpt2" else EncoderOnlyTransformer
     model = model_class(config, np.random.default_rng(0))
-    weights = SafetensorsWeights(folder / WEIGHTS_FILE)
+    weights = SafetensorsWeights(folder / WEIGHTS_FILE, hugging_face_name)
     try:
         fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config.n_layers))
     except KeyError as missing:
         raise ValueError(f"{folder / WEIGHTS_FILE}: no weight {missing} (not a {kind} checkpoint of the usual "
                          f"format)") from None
     return model.eval()
+
+
+def hugging_face_name(name):
+    """A checkpoint's weight name without the `transformer.` prefix, BERT's old LayerNorm names
+    (gamma, beta) as weight and bias."""
+    name = name.removeprefix("transformer.")
+    for old, new in ((".gamma", ".weight"), (".beta", ".bias")):
+        name = name[:-len(old)] + new if name.endswith(old) else name
+    return name
 
 
 def fill_parameters(model, pairs):
@@ -117,13 +126,12 @@ class SafetensorsWeights:
     """model.safetensors as a mapping name → array, each tensor read from the file when asked
     for (no PyTorch, no memory map: what was read is freed once copied into the model). The
     format: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
-    shape and byte range, then the data. Names lose a `transformer.` prefix, and BERT's old
-    LayerNorm names (gamma, beta) become weight and bias."""
+    shape and byte range, then the data. rename: what the names become (`hugging_face_name`
+    for the checkpoints of the Hub)."""
 
     DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "BF16": np.uint16}
-    RENAMED = {".gamma": ".weight", ".beta": ".bias"}
 
-    def __init__(self, path):
+    def __init__(self, path, rename=lambda name: name):
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such file (only the safetensors format is read, not "
                                     f"pytorch_model.bin)")
@@ -136,13 +144,7 @@ class SafetensorsWeights:
         unknown = sorted({entry["dtype"] for entry in header.values()} - set(self.DTYPES))
         if unknown:
             raise ValueError(f"{path}: tensors of dtype {', '.join(unknown)}, which this project does not read")
-        self.entries = {self.renamed(name): entry for name, entry in header.items()}
-
-    def renamed(self, name):
-        name = name.removeprefix("transformer.")
-        for old, new in self.RENAMED.items():
-            name = name[:-len(old)] + new if name.endswith(old) else name
-        return name
+        self.entries = {rename(name): entry for name, entry in header.items()}
 
     def __getitem__(self, name):
         entry = self.entries[name]

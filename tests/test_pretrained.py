@@ -79,14 +79,15 @@ def write_safetensors(path, tensors):
 def test_the_safetensors_format_is_read_directly_in_every_float_dtype(tmp_path):
     import numpy as np
 
-    from numpy_transformer.pretrained import SafetensorsWeights
+    from numpy_transformer.pretrained import SafetensorsWeights, hugging_face_name
 
     values = np.arange(6, dtype=np.float32).reshape(2, 3) / 4 - 0.5         # exact in every format below
     bfloat16 = (values.view(np.uint32) >> 16).astype(np.uint16)
     path = write_safetensors(tmp_path / "model.safetensors", {
         "transformer.h.0.a": ("F32", values), "b.gamma": ("F64", values.astype(np.float64)),
         "c": ("F16", values.astype(np.float16)), "d": ("BF16", bfloat16)})
-    weights = SafetensorsWeights(path)
+    assert set(SafetensorsWeights(path).entries) == {"transformer.h.0.a", "b.gamma", "c", "d"}
+    weights = SafetensorsWeights(path, hugging_face_name)
     assert set(weights.entries) == {"h.0.a", "b.weight", "c", "d"}           # prefix dropped, gamma renamed
     for name in weights.entries:
         np.testing.assert_array_equal(weights[name], values, err_msg=name)

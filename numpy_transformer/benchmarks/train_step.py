@@ -25,7 +25,6 @@ Dropout (0.1), label smoothing (0.1) and Adam's betas (0.9, 0.98) and eps (1e-9)
 thesis's. PyTorch is imported only here and only when the benchmark runs: it is an optional
 benchmark dependency, never one of the library.
 """
-import math
 import statistics
 import subprocess
 import sys
@@ -81,16 +80,19 @@ class NumpyTrainer:
 class TorchTrainer:
     """The same architecture in PyTorch: embeddings × √d + sinusoidal positions,
     torch.nn.Transformer (post-norm, its two final norms removed as in the thesis), the projection
-    (tied to the target embedding where the config ties it); or the decoder-only model of
-    `_torch_decoder_only`; the same loss, and Adam (fused=True: PyTorch's fused kernel)."""
+    (tied to the target embedding where the config ties it); or the decoder-only model; both from
+    numpy_transformer/torch_reference.py; the same loss, and Adam (fused=True: PyTorch's fused
+    kernel)."""
 
     def __init__(self, config, batch, seed=0, fused=False):
         import torch
 
+        from numpy_transformer.torch_reference import torch_decoder_only, torch_transformer
+
         torch.manual_seed(seed)
         self.torch = torch
-        self.model = (_torch_decoder_only(torch, config.language_model_config()) if config.decoder_only
-                      else _torch_transformer(torch, config.transformer_config())).train()
+        self.model = (torch_decoder_only(config.language_model_config()) if config.decoder_only
+                      else torch_transformer(config.transformer_config())).train()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=LR, betas=BETAS, eps=EPS, fused=fused)
         self.batch = [torch.from_numpy(array) for array in (batch.src, batch.tgt_in, batch.tgt_out)]
 
@@ -107,68 +109,6 @@ class TorchTrainer:
         backward = time.perf_counter()
         self.optimizer.step()
         return forward - start, backward - forward, time.perf_counter() - backward
-
-
-def _torch_transformer(torch, config):
-    from numpy_transformer.positional import sinusoidal_encoding
-
-    class Reference(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            d = config.d_model
-            self.scale = math.sqrt(d)
-            self.src_embedding = torch.nn.Embedding(config.src_vocab_size, d)
-            self.tgt_embedding = torch.nn.Embedding(config.tgt_vocab_size, d)
-            self.transformer = torch.nn.Transformer(
-                d, config.n_heads, config.n_encoder_layers, config.n_decoder_layers, config.d_ff,
-                dropout=config.dropout, layer_norm_eps=config.norm_eps, batch_first=True)
-            self.transformer.encoder.norm = torch.nn.Identity()
-            self.transformer.decoder.norm = torch.nn.Identity()
-            self.projection = None if config.tie_embeddings else \
-                torch.nn.Linear(d, config.tgt_vocab_size, bias=False)
-            self.dropout = torch.nn.Dropout(config.dropout)
-            self.register_buffer("P", torch.from_numpy(sinusoidal_encoding(config.max_len, d)))
-
-        def forward(self, src, tgt):
-            x = self.dropout(self.src_embedding(src) * self.scale + self.P[:src.shape[1]])
-            y = self.dropout(self.tgt_embedding(tgt) * self.scale + self.P[:tgt.shape[1]])
-            future = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool).triu(1)   # True: may not attend
-            src_padding, tgt_padding = src == PAD_ID, tgt == PAD_ID
-            out = self.transformer(x, y, tgt_mask=future, src_key_padding_mask=src_padding,
-                                   tgt_key_padding_mask=tgt_padding, memory_key_padding_mask=src_padding,
-                                   tgt_is_causal=True)
-            return out @ self.tgt_embedding.weight.T if self.projection is None else self.projection(out)
-
-    return Reference()
-
-
-def _torch_decoder_only(torch, config):
-    """The decoder-only model in PyTorch: √d · token embedding + learned positions, dropout,
-    `nn.TransformerEncoder` of pre-norm GELU layers with a causal and a padding mask, the final
-    LayerNorm, and the head tied to the embedding."""
-
-    class Reference(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            d = config.d_model
-            self.scale = math.sqrt(d)
-            self.embedding = torch.nn.Embedding(config.vocab_size, d)
-            self.positions = torch.nn.Parameter(torch.randn(config.max_len, d) * math.sqrt(0.5))
-            layer = torch.nn.TransformerEncoderLayer(d, config.n_heads, config.d_ff, dropout=config.dropout,
-                                                     activation="gelu", layer_norm_eps=config.norm_eps,
-                                                     batch_first=True, norm_first=True)
-            self.stack = torch.nn.TransformerEncoder(layer, config.n_layers, norm=torch.nn.LayerNorm(d, config.norm_eps),
-                                                     enable_nested_tensor=False)
-            self.dropout = torch.nn.Dropout(config.dropout)
-
-        def forward(self, ids):
-            n = ids.shape[1]
-            x = self.dropout(self.embedding(ids) * self.scale + self.positions[:n])
-            future = torch.ones(n, n, dtype=torch.bool).triu(1)                    # True: may not attend
-            h = self.stack(x, mask=future, src_key_padding_mask=ids == PAD_ID, is_causal=True)
-            return h @ self.embedding.weight.T
-
-    return Reference()
 
 
 def import_torch(threads):

@@ -6,6 +6,7 @@
     numpy-transformer attention --checkpoint DIR "a sentence" [--out DIR]
     numpy-transformer generate --checkpoint DIR [--temperature T] [--top-k K] [--top-p P] "a prompt"
     numpy-transformer fill-mask --checkpoint DIR "a text with [MASK]"
+    numpy-transformer export --checkpoint DIR --to torch OUT
     numpy-transformer gradcheck
     numpy-transformer bench attention | train-step | decode | memory
 
@@ -24,10 +25,10 @@ import os
 import sys
 
 from numpy_transformer import __version__
-from numpy_transformer.cli import attention, bench, evaluate, fill_mask, generate, gradcheck, train, translate
+from numpy_transformer.cli import attention, bench, evaluate, export, fill_mask, generate, gradcheck, train, translate
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, EXIT_ERROR, EXIT_INTERRUPTED
 
-COMMANDS = (gradcheck, train, translate, evaluate, generate, fill_mask, attention, bench)
+COMMANDS = (gradcheck, train, translate, evaluate, generate, fill_mask, attention, export, bench)
 
 
 def build_parser():
