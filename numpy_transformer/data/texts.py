@@ -106,7 +106,6 @@ class EncodedTexts:
     specials: (first, last, pad) ids of the framing, [SOS] [EOS] [PAD] or [CLS] [SEP] [PAD]."""
     ids: list
     text_index: np.ndarray
-    framing: str
     specials: tuple
     max_len: int = None
     policy: str = "drop"
@@ -153,8 +152,8 @@ def encode_texts(texts, tokenizer, max_len=None, policy="drop", framing="causal"
     first, last = (tokenizer.sos_id, tokenizer.eos_id) if framing == "causal" else (tokenizer.cls_id, tokenizer.sep_id)
     if first is None or last is None:
         raise ValueError(f"the tokenizer of {tokenizer.language!r} lacks the special tokens of the {framing} framing")
-    return EncodedTexts(sequences, np.asarray(index, dtype=np.int64), framing, (first, last, tokenizer.pad_id),
-                        max_len, policy, n_dropped, n_cut)
+    return EncodedTexts(sequences, np.asarray(index, dtype=np.int64), (first, last, tokenizer.pad_id), max_len, policy,
+                        n_dropped, n_cut)
 
 
 def framed(encoded, positions):

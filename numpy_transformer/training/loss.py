@@ -42,12 +42,11 @@ def loss_on_batch(model, batch, label_smoothing=0.0):
 @dataclasses.dataclass(frozen=True)
 class LanguageModelBatch:
     """inputs and targets (batch, n) int64; a target equal to `ignore_index` has no loss;
-    n_tokens: the targets that count; index: the sequences' positions in their EncodedTexts."""
+    n_tokens: the targets that count."""
     inputs: np.ndarray
     targets: np.ndarray
     ignore_index: int
     n_tokens: int
-    index: np.ndarray
 
 
 class Translation:
@@ -69,7 +68,7 @@ class CausalLM:
     def batch(self, encoded, positions, key=None):
         ids = framed(encoded, positions)
         targets, pad_id = ids[:, 1:], encoded.specials[2]
-        return LanguageModelBatch(ids[:, :-1], targets, pad_id, int((targets != pad_id).sum()), positions)
+        return LanguageModelBatch(ids[:, :-1], targets, pad_id, int((targets != pad_id).sum()))
 
     def loss(self, model, batch, label_smoothing=0.0):
         """The mean cross-entropy of the targets that count: a scalar Tensor."""
@@ -99,7 +98,7 @@ class MaskedLM(CausalLM):
         rng = np.random.default_rng([0, self.seed, number] if purpose == "train" else [1, number])
         inputs, targets = mask_tokens(framed(encoded, positions), rng, self.mask_id, self.vocab_size,
                                       self.special_ids)
-        return LanguageModelBatch(inputs, targets, IGNORED, int((targets != IGNORED).sum()), positions)
+        return LanguageModelBatch(inputs, targets, IGNORED, int((targets != IGNORED).sum()))
 
 
 TRANSLATION = Translation()
