@@ -1,5 +1,6 @@
 """A model trained here, handed to PyTorch and back: its weights under the names and in the
-layouts of the `torch.nn` models of `torch_reference.py`.
+layouts of the `torch.nn` models of `torch_reference.py`; and a decoder-only model in Hugging
+Face GPT-2 format (`save_gpt2`), which `transformers` loads and `pretrained.py` reads back.
 
     arrays = torch_state(model)                   # {torch name: array}
     save_torch(model, "exported/")                # exported/model.safetensors + model.json
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from numpy_transformer.config import TransformerConfig
+from numpy_transformer.data.tokenizer import CLS, EOS, MASK, PAD, SEP, SOS, UNK
 from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
 from numpy_transformer.model import Transformer
 from numpy_transformer.pretrained import SafetensorsWeights, fill_parameters
@@ -143,3 +145,77 @@ def _replace(path, content):
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_bytes(content)
     os.replace(temporary, path)
+
+
+def save_gpt2(model, tokenizer, folder):
+    """Write a decoder-only model in Hugging Face GPT-2 format: config.json, model.safetensors,
+    tokenizer.json (whose post-processor puts [SOS] first, as the model was trained to read) and
+    special_tokens_map.json. GPT-2 adds no √d to its embeddings: with scale_embeddings the
+    embedding is stored times √d and the final LayerNorm's γ and β divided by √d, which gives
+    the same logits, the head being tied. Pre-norm, full attention and a tied head only."""
+    check_gpt2_exportable(model.config)
+    config, state, folder = model.config, model.state_dict(), Path(folder)
+    scale = np.float32(np.sqrt(config.d_model)) if config.scale_embeddings else np.float32(1)
+    arrays = {"transformer.wte.weight": state["stack.embedding.weight"] * scale,
+              "transformer.wpe.weight": model.stack.positional.P.data[:config.max_len],
+              "transformer.ln_f.weight": state["stack.final_norm.gamma"] / scale,
+              "transformer.ln_f.bias": state["stack.final_norm.beta"] / scale}
+    for i in range(config.n_layers):
+        here, hf = f"stack.layers.{i}", f"transformer.h.{i}"
+        attention = [f"{here}.self_attn.{name}" for name in ("W_q", "W_k", "W_v")]
+        arrays.update({
+            f"{hf}.ln_1.weight": state[f"{here}.norm_1.gamma"], f"{hf}.ln_1.bias": state[f"{here}.norm_1.beta"],
+            f"{hf}.attn.c_attn.weight": np.concatenate([state[f"{name}.weight"] for name in attention], axis=1),
+            f"{hf}.attn.c_attn.bias": np.concatenate([state[f"{name}.bias"] for name in attention]),
+            f"{hf}.attn.c_proj.weight": state[f"{here}.self_attn.W_c.weight"],
+            f"{hf}.attn.c_proj.bias": state[f"{here}.self_attn.W_c.bias"],
+            f"{hf}.ln_2.weight": state[f"{here}.norm_2.gamma"], f"{hf}.ln_2.bias": state[f"{here}.norm_2.beta"],
+            f"{hf}.mlp.c_fc.weight": state[f"{here}.feed_forward.W_1.weight"],
+            f"{hf}.mlp.c_fc.bias": state[f"{here}.feed_forward.W_1.bias"],
+            f"{hf}.mlp.c_proj.weight": state[f"{here}.feed_forward.W_2.weight"],
+            f"{hf}.mlp.c_proj.bias": state[f"{here}.feed_forward.W_2.bias"]})
+    folder.mkdir(parents=True, exist_ok=True)
+    write_safetensors(folder / "model.safetensors", {name: np.asarray(a, np.float32) for name, a in arrays.items()})
+    _write_json(folder / "config.json", gpt2_config_json(config, tokenizer))
+    _replace(folder / "tokenizer.json", _with_sos_first(tokenizer).to_str().encode("utf-8"))
+    _write_json(folder / "special_tokens_map.json", {
+        "bos_token": SOS, "eos_token": EOS, "pad_token": PAD, "unk_token": UNK, "cls_token": CLS, "sep_token": SEP,
+        "mask_token": MASK})
+
+
+GPT2_ACTIVATIONS = {"gelu_tanh": "gelu_new", "gelu": "gelu", "relu": "relu"}
+
+
+def check_gpt2_exportable(config):
+    """A ValueError naming what GPT-2's format cannot hold."""
+    problems = [] if getattr(config, "causal", False) else ["not a decoder-only model"]
+    problems += [f"{name}={getattr(config, name)!r}" for name, allowed in (
+        ("norm_placement", ("pre",)), ("positional", ("learned", "sinusoidal")), ("attention", ("full",)),
+        ("activation", tuple(GPT2_ACTIVATIONS)), ("tie_embeddings", (True,))) if getattr(config, name) not in allowed]
+    if problems:
+        raise ValueError(f"GPT-2's format cannot hold this model: {', '.join(problems)} (it takes a pre-norm "
+                         f"decoder-only model with full attention, learned or sinusoidal positions, ReLU or GELU, "
+                         f"and a tied head)")
+
+
+def gpt2_config_json(config, tokenizer):
+    """GPT-2's config.json for a decoder-only model and its tokenizer."""
+    return {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": config.vocab_size,
+            "n_positions": config.max_len, "n_embd": config.d_model, "n_layer": config.n_layers,
+            "n_head": config.n_heads, "n_inner": config.d_ff, "activation_function": GPT2_ACTIVATIONS[config.activation],
+            "layer_norm_epsilon": config.norm_eps, "resid_pdrop": config.dropout, "embd_pdrop": config.dropout,
+            "attn_pdrop": config.dropout, "bos_token_id": tokenizer.sos_id, "eos_token_id": tokenizer.eos_id,
+            "pad_token_id": config.pad_id, "tie_word_embeddings": True}
+
+
+def _with_sos_first(tokenizer):
+    """A copy of the tokenizer's `tokenizers.Tokenizer` whose post-processor puts [SOS] first."""
+    from tokenizers import Tokenizer, processors
+
+    copy = Tokenizer.from_str(tokenizer.tokenizer.to_str())
+    copy.post_processor = processors.TemplateProcessing(single=f"{SOS} $A", special_tokens=[(SOS, tokenizer.sos_id)])
+    return copy
+
+
+def _write_json(path, value):
+    _replace(path, (json.dumps(value, indent=2) + "\n").encode("utf-8"))

@@ -38,7 +38,7 @@ BERT (`nn.Linear` stores (out, in): transposed here):
 | cls.predictions.bias                            | head_bias                               |
 
 Every input here is one segment (token type 0), so BERT's token-type embedding is folded into
-the positions. GPT-2 has no padding token (`pad_id` None).
+the positions. GPT-2 has no padding token (`pad_id` None, unless its config names one).
 """
 import json
 import re
@@ -166,7 +166,7 @@ def gpt2_config(hf, dtype):
         dropout=hf.get("resid_pdrop", 0.1), max_len=hf["n_positions"], positional="learned", norm_variant="torch",
         norm_eps=hf.get("layer_norm_epsilon", 1e-5), norm_placement="pre",
         activation=_activation(hf.get("activation_function", "gelu_new")), tie_embeddings=True,
-        scale_embeddings=False, causal=True, pad_id=None, dtype=dtype)
+        scale_embeddings=False, causal=True, pad_id=hf.get("pad_token_id"), dtype=dtype)
 
 
 def bert_config(hf, dtype):

@@ -242,3 +242,17 @@ def test_attention_draws_and_classifies_the_heads_of_a_language_model(lm_run, ml
             assert np.allclose(np.triu(heads, 1), 0)                        # no head looks ahead
     status, _, err = run_main(["attention", "--checkpoint", lm_run[0], "the man", "--target", "x"])
     assert_clear_error(status, err, "--target is the translation a translation model's decoder reads")
+
+
+def test_a_language_model_exported_in_gpt2_format_generates_what_it_generated_here(lm_run, mlm_run, tmp_path):
+    directory, _ = lm_run
+    status, out, err = run_main(["export", "--checkpoint", directory, "--to", "hf", tmp_path / "gpt2"])
+    assert status == 0, err
+    assert sorted(p.name for p in (tmp_path / "gpt2").iterdir()) == ["config.json", "model.safetensors",
+                                                                    "special_tokens_map.json", "tokenizer.json"]
+    prompts = ["the", "we"]
+    here = run_main(["generate", "--checkpoint", directory, "--temperature", "0", *prompts])[1]
+    exported = run_main(["generate", "--checkpoint", tmp_path / "gpt2", "--temperature", "0", *prompts])[1]
+    assert exported == here and len(here.splitlines()) == 2
+    status, _, err = run_main(["export", "--checkpoint", mlm_run[0], "--to", "hf", tmp_path / "bert"])
+    assert_clear_error(status, err, "holds a masked language model")

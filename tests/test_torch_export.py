@@ -100,3 +100,37 @@ def test_the_export_command_writes_a_state_dict_that_loads_into_the_reference(tm
     torch_transformer(config).load_state_dict(load_file(str(tmp_path / "exported" / "model.safetensors")))
     status, _, err = run_main(["export", "--checkpoint", tmp_path / "missing", "--to", "torch", tmp_path / "x"])
     assert_clear_error(status, err, "no checkpoint at")
+
+
+def test_a_decoder_only_model_in_gpt2_format_gives_the_same_logits_in_transformers_and_back(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from numpy_transformer.data.tokenizer import train_text_tokenizer
+    from numpy_transformer.export import save_gpt2
+    from numpy_transformer.pretrained import load_pretrained
+
+    tokenizer = train_text_tokenizer(["the cat sat on the mat .", "a dog ."] * 3, "en", min_frequency=1)
+    config = LanguageModelConfig(tokenizer.vocab_size, d_model=8, n_heads=2, d_ff=16, n_layers=2, dropout=0.1,
+                                 max_len=16, pad_id=tokenizer.pad_id)          # √d-scaled embeddings, as trained here
+    model = perturbed(DecoderOnlyTransformer(config, np.random.default_rng(0)))
+    save_gpt2(model, tokenizer, tmp_path)
+    ids = np.array([[tokenizer.sos_id, *tokenizer.encode("the cat sat on the mat .")]])
+    with torch.no_grad():
+        theirs = transformers.GPT2LMHeadModel.from_pretrained(tmp_path).eval()(torch.from_numpy(ids)).logits.numpy()
+    np.testing.assert_allclose(theirs, model(ids).data, rtol=1e-5, atol=1e-5)
+    again, hub_tokenizer = load_pretrained(str(tmp_path))
+    np.testing.assert_allclose(again(ids).data, model(ids).data, rtol=1e-5, atol=1e-5)
+    assert hub_tokenizer.sos_id == tokenizer.sos_id                    # read back, prompts start with [SOS]
+    reference = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "tokenizer.json"))
+    assert reference("the cat sat")["input_ids"] == [tokenizer.sos_id, *tokenizer.encode("the cat sat")]
+
+
+def test_gpt2_s_format_refuses_what_it_cannot_hold(tmp_path):
+    from numpy_transformer.data.tokenizer import train_text_tokenizer
+    from numpy_transformer.export import save_gpt2
+
+    config = LanguageModelConfig(20, d_model=8, n_heads=2, d_ff=16, n_layers=1, norm_placement="post",
+                                 tie_embeddings=False)
+    with pytest.raises(ValueError, match=r"GPT-2's format cannot hold this model: norm_placement='post', "
+                                         r"tie_embeddings=False"):
+        save_gpt2(DecoderOnlyTransformer(config, np.random.default_rng(0)), train_text_tokenizer(["a b"], "en"),
+                  tmp_path)

@@ -1,6 +1,7 @@
-"""`numpy-transformer export`: hand a model trained here to PyTorch.
+"""`numpy-transformer export`: hand a model trained here to PyTorch or to `transformers`.
 
     numpy-transformer export --checkpoint DIR --to torch OUT
+    numpy-transformer export --checkpoint DIR --to hf OUT       # a decoder-only model, GPT-2's format
 
 writes OUT/model.safetensors (the weights under the names and in the layouts of the `torch.nn`
 models of numpy_transformer/torch_reference.py) and OUT/model.json (the model's configuration).
@@ -12,19 +13,24 @@ In PyTorch:
     model = torch_transformer(TransformerConfig.load("OUT/model.json"))
     model.load_state_dict(load_file("OUT/model.safetensors"))
 
-`numpy_transformer.export.load_torch(OUT)` reads it back here.
+`numpy_transformer.export.load_torch(OUT)` reads it back here. `--to hf` writes a decoder-only
+model as Hugging Face GPT-2 (config.json, model.safetensors, tokenizer.json,
+special_tokens_map.json): `transformers.GPT2LMHeadModel.from_pretrained(OUT)` loads it, and
+`generate --checkpoint OUT` reads it back.
 """
 from numpy_transformer.cli.common import add_threads_argument
 
 
 def add_parser(commands):
-    export = commands.add_parser("export", help="write a trained model's weights for PyTorch",
+    export = commands.add_parser("export", help="write a trained model's weights for PyTorch or transformers",
                                  description="Write a trained model (translation or decoder-only) as a PyTorch state "
-                                             "dict in safetensors format, with its configuration.")
+                                             "dict in safetensors format with its configuration, or a decoder-only "
+                                             "model in Hugging Face GPT-2 format.")
     export.add_argument("--checkpoint", required=True, metavar="DIR", help="the folder `train --out` wrote")
-    export.add_argument("--to", required=True, choices=("torch",),
-                        help="torch: the names and layouts of numpy_transformer/torch_reference.py")
-    export.add_argument("out", metavar="OUT", help="the folder to write model.safetensors and model.json into")
+    export.add_argument("--to", required=True, choices=("torch", "hf"),
+                        help="torch: the names and layouts of numpy_transformer/torch_reference.py; hf: Hugging "
+                             "Face GPT-2 (decoder-only models)")
+    export.add_argument("out", metavar="OUT", help="the folder to write into")
     add_threads_argument(export)
     export.set_defaults(run=command)
 
@@ -33,15 +39,21 @@ def command(args):
     """Write the checkpoint's model to OUT; print what was written."""
     from pathlib import Path
 
-    from numpy_transformer.export import CONFIG_FILE, WEIGHTS_FILE, save_torch
+    from numpy_transformer.export import CONFIG_FILE, WEIGHTS_FILE, save_gpt2, save_torch
     from numpy_transformer.training.checkpoint import load_checkpoint
 
     checkpoint = load_checkpoint(args.checkpoint)
-    if checkpoint.task == "mlm":
-        raise ValueError(f"{args.checkpoint} holds a masked language model; export takes translation models and "
-                         f"decoder-only language models")
+    if checkpoint.task == "mlm" or (args.to == "hf" and checkpoint.task != "lm"):
+        raise ValueError(f"{args.checkpoint} holds a {'masked language' if checkpoint.task == 'mlm' else 'translation'} "
+                         f"model; export --to torch takes translation and decoder-only models, --to hf decoder-only "
+                         f"ones")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"{args.out} is a file, not a folder: choose a folder for OUT")
+    if args.to == "hf":
+        save_gpt2(checkpoint.model, checkpoint.tokenizers[0], args.out)
+        print(f"Wrote {args.out}/: config.json, model.safetensors, tokenizer.json, special_tokens_map.json (Hugging "
+              f"Face GPT-2; transformers.GPT2LMHeadModel.from_pretrained reads it)")
+        return 0
     save_torch(checkpoint.model, args.out)
     builder = "torch_transformer" if checkpoint.task == "translation" else "torch_decoder_only"
     print(f"Wrote {Path(args.out) / WEIGHTS_FILE} and {Path(args.out) / CONFIG_FILE}: load them into "

@@ -7,7 +7,9 @@ the interface of this project's `WordTokenizer` that generation and fill-mask re
 
 Roles. GPT-2 has one special token, `<|endoftext|>`: it ends a text, and starts one when the
 prompt is empty; GPT-2 has no [SOS] and no padding. BERT has [CLS] [SEP] [MASK] [PAD] [UNK].
-The names come from the checkpoint's special_tokens_map.json when it has one.
+The names come from the checkpoint's special_tokens_map.json when it has one. A tokenizer whose
+post-processor puts the beginning-of-text token first (a model exported from this project,
+trained to read [SOS] first) has it as `sos_id`, which generation puts before the prompt.
 """
 import json
 from pathlib import Path
@@ -22,8 +24,6 @@ DEFAULT_ROLES = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "cl
 class HubTokenizer(TextTokenizer):
     """A `tokenizers.Tokenizer` and the ids of its special tokens (None where it has none)."""
 
-    sos_id = None               # a checkpoint's model reads its prompt as it is
-
     def __init__(self, tokenizer, roles, language="en"):
         self.tokenizer, self.language = tokenizer, language
         ids = {role: tokenizer.token_to_id(token) for role, token in roles.items()}
@@ -31,6 +31,8 @@ class HubTokenizer(TextTokenizer):
         self.cls_id, self.sep_id, self.mask_id, self.pad_id = (ids["cls_token"], ids["sep_token"], ids["mask_token"],
                                                                ids["pad_token"])
         self.special_ids = sorted({i for i in ids.values() if i is not None})
+        framed = tokenizer.encode("", add_special_tokens=True).ids
+        self.sos_id = self.bos_id if framed[:1] == [self.bos_id] else None     # the prompt as it is, GPT-2's way
 
     @classmethod
     def load(cls, folder):
@@ -50,5 +52,6 @@ class HubTokenizer(TextTokenizer):
 
     @property
     def kind(self):
-        """"bpe" (GPT-2's byte-level BPE) or "wordpiece" (BERT's)."""
-        return "bpe" if type(self.tokenizer.model).__name__ == "BPE" else "wordpiece"
+        """"bpe" (GPT-2's byte-level BPE), "wordpiece" (BERT's) or "word" (a word-level model
+        exported from this project)."""
+        return {"BPE": "bpe", "WordPiece": "wordpiece", "WordLevel": "word"}[type(self.tokenizer.model).__name__]

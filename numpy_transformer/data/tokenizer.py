@@ -50,6 +50,10 @@ class TextTokenizer:
         spaces, byte-level BPE's bytes put back together."""
         return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
 
+    def detokenize(self, ids):
+        """Written text from `ids`: `decode`, then the rules of `detokenize` for this language."""
+        return detokenize(self.decode(ids), self.language)
+
     @property
     def vocab_size(self):
         return self.tokenizer.get_vocab_size()
@@ -134,10 +138,6 @@ class WordTokenizer(TextTokenizer):
         temporary = path.with_name(path.name + ".tmp")
         temporary.write_text(self.tokenizer.to_str(), encoding="utf-8")
         os.replace(temporary, path)
-
-    def detokenize(self, ids):
-        """Written text from `ids`: `decode`, then the rules of `detokenize` for this language."""
-        return detokenize(self.decode(ids), self.language)
 
     def word_indices(self, text):
         """For each token of `text`, the index of the space-separated word it comes from: the
