@@ -20,6 +20,7 @@ from autograd.functional.layer_norm import VARIANTS as NORM_VARIANTS
 from numpy_transformer.attention.variants import (ATTENTION_KINDS, CAUSAL_KINDS, DEFAULTS as ATTENTION_DEFAULTS,
                                                   MODEL_OPTIONS as ATTENTION_MODEL_OPTIONS, attention_options,
                                                   options_for)
+from numpy_transformer.initialisation import SCHEMES as INIT_SCHEMES
 from numpy_transformer.nn import ACTIVATIONS
 from numpy_transformer.positional import KINDS as POSITIONAL_KINDS
 
@@ -29,7 +30,7 @@ DTYPES = ("float32", "float64")
 _SIZES = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "n_encoder_layers",
           "n_decoder_layers", "max_len")
 _CHOICES = {"positional": POSITIONAL_KINDS, "norm_variant": NORM_VARIANTS, "norm_placement": NORM_PLACEMENTS,
-            "activation": ACTIVATIONS, "attention": ATTENTION_KINDS, "dtype": DTYPES}
+            "activation": ACTIVATIONS, "attention": ATTENTION_KINDS, "init": INIT_SCHEMES, "dtype": DTYPES}
 _FLAGS = ("tie_embeddings", "share_source_embedding", "scale_embeddings", "embedding_norm", "gradient_checkpointing")
 
 
@@ -130,6 +131,9 @@ class TransformerConfig(JsonConfig):
     | pad_id                   | the padding token of both vocabularies (masked as a key); | eq. (10)    |
     |                          | None for a vocabulary without one (GPT-2's)               |             |
     | scale_embeddings         | √d · X Wᴱ (True, §1.2), or X Wᴱ alone (GPT-2, BERT)      | §1.2        |
+    | init                     | the initial weights: "xavier" (the notes' rules),         | notes       |
+    |                          | "xavier_uniform" or "torch" (numpy_transformer/           |             |
+    |                          | initialisation.py gives each rule and its variance)       |             |
     | embedding_norm           | a LayerNorm of X Wᴱ + P before dropout (BERT's)           |             |
     | gradient_checkpointing   | recompute the layers' activations in backward, ⌈√L⌉       | notes       |
     |                          | segments of ⌈√L⌉ layers per stack (autograd.checkpoint)   |             |
@@ -163,6 +167,7 @@ class TransformerConfig(JsonConfig):
     pad_id: int = 0
     scale_embeddings: bool = True
     embedding_norm: bool = False
+    init: str = "xavier"
     gradient_checkpointing: bool = False
     dtype: str = "float32"
 

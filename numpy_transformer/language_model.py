@@ -27,6 +27,7 @@ import autograd.functional as F
 from autograd.checks import checked_integer, checked_token_ids
 from numpy_transformer.attention.variants import CAUSAL_KINDS
 from numpy_transformer.config import JsonConfig, TransformerConfig
+from numpy_transformer.initialisation import initialise
 from numpy_transformer.masks import padding_mask
 from numpy_transformer.model import EncoderLayer, Stack
 from numpy_transformer.nn import Embedding, LayerNorm, Linear, Module, parameter
@@ -61,6 +62,7 @@ class LanguageModelConfig(JsonConfig):
     tie_embeddings: bool = True
     scale_embeddings: bool = True
     embedding_norm: bool = False
+    init: str = "xavier"
     gradient_checkpointing: bool = False
     causal: bool = True
     pad_id: int = 0
@@ -109,6 +111,7 @@ class DecoderOnlyTransformer(Module):
                            bidirectional=False)
         self.head = None if config.tie_embeddings else \
             Linear(config.d_model, config.vocab_size, rng, dtype=config.dtype)
+        initialise(self, config.init, rng)
 
     def forward(self, ids, cache=None, start=0):
         """Logits (batch, n, vocab_size) of the next token after each position of `ids`
@@ -160,6 +163,7 @@ class EncoderOnlyTransformer(Module):
         self.head = None if config.tie_embeddings else \
             Linear(config.d_model, config.vocab_size, rng, bias=False, dtype=config.dtype)
         self.head_bias = parameter(np.zeros(config.vocab_size), config.dtype)
+        initialise(self, config.init, rng)
 
     def encode(self, ids):
         """ids (batch, n) → h (batch, n, d), every position seeing every real token."""

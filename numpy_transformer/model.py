@@ -27,6 +27,7 @@ from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.attention.relative import RelativePositionBias
 from numpy_transformer.attention.variants import options_for, share_projections_across_layers, variant_parameter_count
 from numpy_transformer.config import TransformerConfig
+from numpy_transformer.initialisation import initialise
 from numpy_transformer.masks import padding_mask, self_attention_mask
 from numpy_transformer.nn import Dropout, Embedding, FeedForward, LayerNorm, Linear, Module
 from numpy_transformer.positional import PositionalEncoding
@@ -248,6 +249,7 @@ class Transformer(Module):
         self.decoder = Decoder(config, tgt_embedding, rng)
         self.projection = None if config.tie_embeddings else \
             Linear(config.d_model, config.tgt_vocab_size, rng, bias=False, dtype=config.dtype)
+        initialise(self, config.init, rng)
 
     def source_mask(self, src_ids):
         """(batch, 1, 1, n_src): every query may attend to the real source tokens (not padding).

@@ -43,6 +43,7 @@ MODEL_FLAGS = [
                                       "variant"),
     ("--decoder-attention", "decoder_attention", str, "the decoder's self-attention (a causal kind; translation)"),
     ("--attention-options", "attention_options", json_object, 'options of the variants, as JSON: \'{"window": 8}\''),
+    ("--init", "init", str, "initial weights: xavier (the notes' rules, the default), xavier_uniform or torch"),
 ]
 TRAINING_FLAGS = [
     ("--batch-size", "batch_size", int, "sentence pairs (texts) per step"),
@@ -98,6 +99,8 @@ def add_parser(commands):
     special.add_argument("--layers", type=int, help="encoder and decoder layers (both), or a language model's layers")
     special.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction, dest="model.tie_embeddings",
                          help="the output projection is the target embedding transposed")
+    special.add_argument("--scale-embeddings", action=argparse.BooleanOptionalAction, dest="model.scale_embeddings",
+                         help="multiply the embeddings by √d_model (§1.2; the default) or not (GPT-2, BERT)")
     special.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction,
                          dest="model.gradient_checkpointing",
                          help="recompute the layers' activations in backward (√L segments): less memory, more time")

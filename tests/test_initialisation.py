@@ -1,0 +1,76 @@
+"""The initialisation schemes (numpy_transformer/initialisation.py): every rule's empirical
+variance, on a large layer, within 2 % of its formula; the default draws nothing more; norms
+and positions are left as built."""
+import math
+
+import numpy as np
+import pytest
+
+from numpy_transformer.config import TransformerConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.model import Transformer
+
+D, D_FF, VOCAB = 256, 1024, 3000
+
+
+def big(init, **options):
+    config = TransformerConfig(VOCAB, VOCAB, d_model=D, n_heads=8, d_ff=D_FF, n_encoder_layers=1,
+                               n_decoder_layers=1, max_len=16, init=init, **options)
+    return dict(Transformer(config, np.random.default_rng(0)).named_parameters())
+
+
+# (parameter, variance) for each scheme: the formulas of the module docstring
+EXPECTED = {
+    "xavier": {"encoder.layers.0.self_attn.W_q.weight": 1 / D, "encoder.layers.0.self_attn.W_c.weight": 1 / D,
+               "encoder.layers.0.feed_forward.W_1.weight": 2 / (D + D_FF), "encoder.embedding.weight": 1 / D,
+               "projection.weight": 2 / (D + VOCAB)},
+    "xavier_uniform": {"encoder.layers.0.self_attn.W_q.weight": 1 / D,
+                       "encoder.layers.0.feed_forward.W_1.weight": 2 / (D + D_FF),
+                       "encoder.embedding.weight": 2 / (VOCAB + D), "projection.weight": 2 / (D + VOCAB)},
+    "torch": {"encoder.layers.0.self_attn.W_q.weight": 1 / (2 * D), "encoder.layers.0.self_attn.W_c.weight": 1 / (3 * D),
+              "encoder.layers.0.feed_forward.W_1.weight": 1 / (3 * D), "encoder.layers.0.feed_forward.W_2.weight":
+              1 / (3 * D_FF), "encoder.embedding.weight": 1.0, "projection.weight": 1 / (3 * D)},
+}
+
+
+@pytest.mark.parametrize("scheme", list(EXPECTED))
+def test_every_rule_gives_the_variance_of_its_formula_within_2_percent(scheme):
+    parameters = big(scheme)
+    for name, variance in EXPECTED[scheme].items():
+        values = parameters[name].data.astype(np.float64)
+        assert abs(values.mean()) < 0.05 * math.sqrt(variance), name
+        assert values.var() == pytest.approx(variance, rel=0.02), name
+
+
+def test_the_biases_and_the_uniform_bounds():
+    torch_like = big("torch")
+    d_in_bound = 1 / math.sqrt(D)
+    bias = torch_like["encoder.layers.0.feed_forward.W_1.bias"].data
+    assert np.abs(bias).max() <= d_in_bound and bias.var() == pytest.approx(1 / (3 * D), rel=0.15)
+    assert not torch_like["encoder.layers.0.self_attn.W_q.bias"].data.any()             # attention biases 0
+    assert np.abs(torch_like["encoder.layers.0.feed_forward.W_1.weight"].data).max() <= d_in_bound
+    uniform = big("xavier_uniform")
+    assert np.abs(uniform["projection.weight"].data).max() <= math.sqrt(6 / (D + VOCAB))
+    assert not uniform["encoder.layers.0.feed_forward.W_1.bias"].data.any()
+
+
+def test_the_default_draws_nothing_more_and_norms_and_positions_stay_as_built():
+    default, again = big("xavier"), big("xavier")
+    assert all(np.array_equal(default[name].data, again[name].data) for name in default)
+    learned = big("torch", positional="learned")
+    assert (learned["encoder.layers.0.norm_1.gamma"].data == 1).all()
+    assert learned["encoder.positional.P"].data.var() == pytest.approx(0.5, rel=0.1)      # N(0, 1/2), as built
+
+
+@pytest.mark.parametrize("model_class, causal", [(DecoderOnlyTransformer, True), (EncoderOnlyTransformer, False)])
+def test_the_language_models_take_the_schemes_too(model_class, causal):
+    config = LanguageModelConfig(VOCAB, d_model=D, n_heads=8, d_ff=D_FF, n_layers=1, causal=causal, init="torch",
+                                 tie_embeddings=False)
+    parameters = dict(model_class(config, np.random.default_rng(0)).named_parameters())
+    assert parameters["stack.embedding.weight"].data.var() == pytest.approx(1.0, rel=0.02)
+    assert parameters["head.weight"].data.var() == pytest.approx(1 / (3 * D), rel=0.02)
+
+
+def test_an_unknown_scheme_is_refused_naming_the_choices():
+    with pytest.raises(ValueError, match=r"init must be one of \('xavier', 'xavier_uniform', 'torch'\), got 'he'"):
+        TransformerConfig(10, 10, init="he")
