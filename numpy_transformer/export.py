@@ -23,13 +23,13 @@ The files: `model.safetensors` (the torch names, read by `safetensors.torch.load
 `model.json` (the model's configuration, from which `torch_reference` builds the module).
 """
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data.tokenizer import CLS, EOS, MASK, PAD, SEP, SOS, UNK
+from numpy_transformer.files import atomic_write, atomic_write_text
 from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
 from numpy_transformer.model import Transformer
 from numpy_transformer.pretrained import SafetensorsWeights, fill_parameters
@@ -107,11 +107,11 @@ def _torch_name(name, decoder_only):
 
 def save_torch(model, folder):
     """Write `torch_state(model)` to folder/model.safetensors and the configuration to
-    folder/model.json (each written whole, then renamed into place)."""
+    folder/model.json, each atomically (`files.atomic_write`)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_safetensors(folder / WEIGHTS_FILE, torch_state(model))
-    _replace(folder / CONFIG_FILE, (model.config.to_json() + "\n").encode("utf-8"))
+    atomic_write_text(folder / CONFIG_FILE, model.config.to_json() + "\n")
 
 
 def load_torch(folder):
@@ -136,15 +136,13 @@ def write_safetensors(path, arrays):
         offset += size
     text = json.dumps(header).encode("utf-8")
     text += b" " * (-len(text) % 8)                               # the data starts 8-byte aligned
-    data = b"".join(np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
-                    for array in arrays.values())
-    _replace(path, len(text).to_bytes(8, "little") + text + data)
 
+    def write(file):
+        file.write(len(text).to_bytes(8, "little") + text)
+        for array in arrays.values():                              # one tensor at a time, little-endian
+            file.write(np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes())
 
-def _replace(path, content):
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(content)
-    os.replace(temporary, path)
+    atomic_write(path, write)
 
 
 def save_gpt2(model, tokenizer, folder):
@@ -177,7 +175,7 @@ def save_gpt2(model, tokenizer, folder):
     folder.mkdir(parents=True, exist_ok=True)
     write_safetensors(folder / "model.safetensors", {name: np.asarray(a, np.float32) for name, a in arrays.items()})
     _write_json(folder / "config.json", gpt2_config_json(config, tokenizer))
-    _replace(folder / "tokenizer.json", _with_sos_first(tokenizer).to_str().encode("utf-8"))
+    atomic_write_text(folder / "tokenizer.json", _with_sos_first(tokenizer).to_str())
     _write_json(folder / "special_tokens_map.json", {
         "bos_token": SOS, "eos_token": EOS, "pad_token": PAD, "unk_token": UNK, "cls_token": CLS, "sep_token": SEP,
         "mask_token": MASK})
@@ -218,4 +216,4 @@ def _with_sos_first(tokenizer):
 
 
 def _write_json(path, value):
-    _replace(path, (json.dumps(value, indent=2) + "\n").encode("utf-8"))
+    atomic_write_text(path, json.dumps(value, indent=2) + "\n")

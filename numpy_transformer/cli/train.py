@@ -133,7 +133,7 @@ def command(args):
 
 def train_and_evaluate(run, args, started):
     """Train the run, print and save its scores on the test split; the exit status."""
-    from numpy_transformer.training.files import atomic_write_text
+    from numpy_transformer.files import atomic_write_text
     from numpy_transformer.training.loop import format_seconds
     from numpy_transformer.training.run import METRICS_FILE
 
