@@ -177,6 +177,7 @@ def test_a_data_file_in_the_opus_books_schema_trains(tmp_path):
     (["--pair", "english"], "pair must look like 'en-it'"),
     (["--n-heads", "3"], "d_model=16 is not divisible by n_heads=3"),
     (["--lr", "1e-4", "--warmup", "100"], "not both"),
+    (["--precision", "half"], r"precision must be one of \('float32', 'mixed'\), got 'half'"),
 ])
 def test_an_unknown_language_pair_or_a_bad_setting_is_one_clear_line_and_leaves_no_folder(tmp_path, args, message):
     out = tmp_path / "run"
@@ -206,3 +207,14 @@ def test_the_installed_command_exits_with_status_1_and_no_traceback(tmp_path):
     assert result.returncode == 1
     assert result.stdout == "" and "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1 and "no checkpoint at" in result.stderr
+
+
+@pytest.mark.parametrize("task", ["translation", "lm"])
+def test_train_in_mixed_precision_logs_the_loss_scale_and_saves_float32_weights(tmp_path, task):
+    out = tmp_path / "run"
+    status, stdout, err = run_main(["train", "--out", out, "--task", task, *TINY, "--precision", "mixed"])
+    assert status == 0, err
+    assert "mixed precision" in stdout
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["loss_scale"] for r in records if "loss" in r][0] == 2.0 ** 16
+    assert {p.dtype.name for p in Run.resume(out, report=None).model.parameters()} == {"float32"}

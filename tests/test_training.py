@@ -135,6 +135,7 @@ def test_a_diverging_run_stops_with_a_message_naming_the_learning_rate(tmp_path)
     (dict(lr=-1.0), r"lr must be a number in \(0, 1\]"),
     (dict(betas=(0.9, 1.5)), "betas must be a pair"),
     (dict(label_smoothing=1.0), "label_smoothing"),
+    (dict(precision="float16"), "precision must be one of"),
 ])
 def test_a_bad_training_config_names_the_field(fields, message):
     with pytest.raises(ValueError, match=message):

@@ -17,6 +17,7 @@ import numpy as np
 from scipy.special import erf
 
 from autograd.engine import Function, as_tensor
+from autograd.precision import widen
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
@@ -75,16 +76,17 @@ _GELU_FORMS = {"none": (_gelu_exact, _gelu_exact_slope), "tanh": (_gelu_tanh, _g
 
 class GELU(Function):
     """x Φ(x), exact (`approximate="none"`) or with the tanh approximation (`"tanh"`), as
-    PyTorch's `F.gelu(x, approximate=...)`. VJP: g times the derivative of the chosen form."""
+    PyTorch's `F.gelu(x, approximate=...)`. VJP: g times the derivative of the chosen form.
+    float16 x: computed in float32 (SciPy's erf has no float16 loop), stored in float16."""
 
     def forward(self, x, approximate="none"):
         value, self.slope = _GELU_FORMS[approximate]
         self.save_for_backward(x)
-        return value(x)
+        return value(widen(x)).astype(x.dtype, copy=False)
 
     def backward(self, g):
         (x,) = self.saved
-        return (g * self.slope(x),)
+        return (g * self.slope(widen(x)).astype(g.dtype, copy=False),)
 
 
 class Sigmoid(Function):

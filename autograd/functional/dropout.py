@@ -11,6 +11,8 @@ gradient to the dropped entries. No new primitive is needed.
 """
 import numpy as np
 
+from autograd.precision import compute_dtype
+
 
 def dropout(x, p, training, rng):
     """x ⊙ m / (1 − p) with a fresh mask m ~ Bernoulli(1 − p) drawn from `rng`, same shape as x.
@@ -34,7 +36,8 @@ def dropout(x, p, training, rng):
 
 def _scaled_mask(shape, dtype, p, rng):
     """m / (1 − p) in `dtype`: 1/(1 − p) where an entry is kept (probability 1 − p), 0 elsewhere.
-    The uniform draws are in `dtype` too, so a float32 step makes no float64 array."""
-    keep = rng.random(shape, dtype=dtype) < 1 - p
+    The uniform draws are in `dtype` too, so a float32 step makes no float64 array (float32 for
+    float16, which NumPy's generators do not draw: the same masks as a float32 run)."""
+    keep = rng.random(shape, dtype=compute_dtype(dtype)) < 1 - p
     scale = 0.0 if p == 1 else 1 / (1 - p)
     return keep.astype(dtype) * np.asarray(scale, dtype=dtype)

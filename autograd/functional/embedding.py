@@ -14,6 +14,7 @@ import numpy as np
 
 from autograd.checks import checked_token_ids
 from autograd.engine import Function
+from autograd.precision import compute_dtype
 
 
 def embedding(weight, ids):
@@ -41,6 +42,6 @@ class Embedding(Function):
         return weight[ids]
 
     def backward(self, g):
-        grad = np.zeros(self.shape, dtype=g.dtype)
+        grad = np.zeros(self.shape, dtype=compute_dtype(g.dtype))     # float32 sums for a float16 g
         np.add.at(grad, self.ids.reshape(-1), g.reshape(-1, self.shape[1]))
-        return (grad,)
+        return (grad.astype(g.dtype, copy=False),)

@@ -18,12 +18,16 @@ They are different functions: for a row with σ = 1 and ε = 1e-6 they differ by
 `LayerNorm` is the fused primitive with the hand-derived VJP (derived in its docstring);
 `layer_norm_composite` writes the same formula with the engine's primitives (mean, sub, mul,
 sqrt, div, add) and lets autograd find the gradient. The tests check that both agree.
+
+For float16 x the fused op computes the statistics and the normalisation in float32 (z² of a
+residual stream entry of 300 overflows float16) and stores x̂ and y in float16.
 """
 import numpy as np
 
 from autograd import ops
 from autograd.composite_mode import is_composite
 from autograd.engine import Function
+from autograd.precision import widen
 
 VARIANTS = ("thesis", "torch")
 
@@ -90,31 +94,35 @@ class LayerNorm(Function):
     """
 
     def forward(self, x, gamma, beta, eps, variant):
-        eps = np.asarray(eps, dtype=x.dtype)
-        x_hat = x - x.mean(axis=-1, keepdims=True)                     # c, normalised in place below
+        z = widen(x)                                                    # float16: the statistics in float32
+        eps = np.asarray(eps, dtype=z.dtype)
+        x_hat = z - z.mean(axis=-1, keepdims=True)                     # c, normalised in place below
         variance = np.square(x_hat).mean(axis=-1, keepdims=True)
         sigma = np.sqrt(variance)
         denominator = sigma + eps if variant == "thesis" else np.sqrt(variance + eps)
         x_hat /= denominator
-        self.save_for_backward(x_hat, _direction_scale(sigma, denominator, variant), denominator, gamma)
-        y = x_hat * gamma
-        y += beta
-        return y
+        self.save_for_backward(x_hat.astype(x.dtype, copy=False), _direction_scale(sigma, denominator, variant),
+                               denominator, gamma)
+        y = x_hat * widen(gamma)
+        y += widen(beta)
+        return y.astype(x.dtype, copy=False)
 
     def backward(self, g):
         x_hat, u_scale, denominator, gamma = self.saved
+        dtype, g, x_hat = g.dtype, widen(g), widen(x_hat)
         leading = tuple(range(g.ndim - 1))
         grad_x = grad_gamma = grad_beta = None
         if self.needs_input_grad[0]:
-            grad_x = g * gamma                                           # h
+            grad_x = g * widen(gamma)                                    # h
             mean_h_x_hat = (grad_x * x_hat).mean(axis=-1, keepdims=True)
             grad_x -= grad_x.mean(axis=-1, keepdims=True)
             grad_x -= x_hat * (u_scale * mean_h_x_hat)                  # u · mean(h ⊙ x̂), u = x̂ · u_scale
             grad_x /= denominator
+            grad_x = grad_x.astype(dtype, copy=False)
         if self.needs_input_grad[1]:
-            grad_gamma = (g * x_hat).sum(axis=leading)
+            grad_gamma = (g * x_hat).sum(axis=leading).astype(dtype, copy=False)
         if self.needs_input_grad[2]:
-            grad_beta = g.sum(axis=leading)
+            grad_beta = g.sum(axis=leading).astype(dtype, copy=False)
         return grad_x, grad_gamma, grad_beta
 
 

@@ -13,6 +13,7 @@ bit for bit. (docs/performance.md says why each is written so.)
 """
 from autograd.composite_mode import is_composite
 from autograd.engine import Function, as_tensor
+from autograd.precision import matmul, total
 
 
 def linear(x, weight, bias=None):
@@ -36,7 +37,7 @@ class Linear(Function):
     """Y = X W (+ b) on the rows of x; VJPs G Wᵀ, Xᵀ G and the column sums of G (see above)."""
 
     def forward(self, x, weight, bias=None):
-        y = x @ weight
+        y = matmul(x, weight)
         if bias is not None:
             y += bias
         self.x_shape = x.shape
@@ -47,8 +48,8 @@ class Linear(Function):
     def backward(self, g):
         x, weight = self.saved
         g = g.reshape(-1, g.shape[-1])                               # G: (N, d_out)
-        grad_x = (g @ weight.T).reshape(self.x_shape) if self.needs_input_grad[0] else None
-        grad_weight = x.reshape(-1, x.shape[-1]).T @ g if self.needs_input_grad[1] else None
+        grad_x = matmul(g, weight.T).reshape(self.x_shape) if self.needs_input_grad[0] else None
+        grad_weight = matmul(x.reshape(-1, x.shape[-1]).T, g) if self.needs_input_grad[1] else None
         if len(self.needs_input_grad) == 2:
             return grad_x, grad_weight
-        return grad_x, grad_weight, g.sum(axis=0) if self.needs_input_grad[2] else None
+        return grad_x, grad_weight, total(g, axis=0) if self.needs_input_grad[2] else None

@@ -16,11 +16,16 @@ target is not `ignore_index` (padding). Since Σ_c p*_c = 1 and ∂ log p_c/∂z
     ∂loss_row/∂z = p − p*,
 
 so the VJP is (softmax(z) − p*) · g / n_valid on the counted rows and 0 on the ignored ones.
+
+float16 logits: the log-softmax, the loss and its gradient are computed in float32, the loss is
+returned as a float32 scalar (a loss scale of 2¹⁶ times a loss of 1 would overflow float16) and
+the gradient rounded to float16 (autograd/precision.py).
 """
 import numpy as np
 
 from autograd.engine import Function, as_tensor
 from autograd.functional.softmax import log_softmax_array
+from autograd.precision import compute_dtype
 
 
 def _counted(targets, ignore_index):
@@ -51,15 +56,15 @@ class CrossEntropy(Function):
     def forward(self, logits, targets, ignore_index=None, label_smoothing=0.0):
         rows, targets = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
         counted = _counted(targets, ignore_index)
-        log_p = log_softmax_array(rows[counted], axis=-1)
+        log_p = log_softmax_array(rows[counted], axis=-1)            # in float32 for float16 logits
         loss = np.mean(_smoothed_nll(log_p, targets[counted], label_smoothing))
-        self.shape, self.counted, self.label_smoothing = logits.shape, counted, label_smoothing
+        self.shape, self.dtype, self.counted, self.label_smoothing = logits.shape, logits.dtype, counted, label_smoothing
         self.save_for_backward(np.exp(log_p), targets[counted])
-        return np.asarray(loss, dtype=logits.dtype)
+        return np.asarray(loss, dtype=compute_dtype(logits.dtype))
 
     def backward(self, g):
         probs, targets = self.saved
-        grad = np.zeros((self.counted.size, probs.shape[-1]), dtype=probs.dtype)
+        grad = np.zeros((self.counted.size, probs.shape[-1]), dtype=self.dtype)
         grad[self.counted] = (probs - _smoothed_target(probs, targets, self.label_smoothing)) * (g / len(targets))
         return (grad.reshape(self.shape),)
 
@@ -70,7 +75,8 @@ def cross_entropy(logits, targets, ignore_index=None, label_smoothing=0.0):
     logits: Tensor (..., C) of unnormalised scores; targets: integer array or Tensor (...) of
     class indices in [0, C), or `ignore_index` for rows left out of the mean (padding).
     Same definition as PyTorch's `F.cross_entropy(logits, targets, ignore_index=...,
-    label_smoothing=...)` with reduction="mean". Returns a scalar Tensor.
+    label_smoothing=...)` with reduction="mean". Returns a scalar Tensor, float32 for float16
+    logits and of the logits' dtype otherwise.
     """
     logits, targets = as_tensor(logits), np.asarray(getattr(targets, "data", targets))
     _check_arguments(logits.shape, targets, ignore_index, label_smoothing)

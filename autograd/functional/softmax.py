@@ -15,12 +15,16 @@ Stability: softmax(z − c) = softmax(z) for any c constant along the axis, so b
 subtract the row maximum (exp never overflows; the largest term is exp(0) = 1). A fully masked
 row (every entry −inf, as in a padded attention row) has no maximum to subtract: it takes 0
 instead, every exp is 0, the sum of 0 is replaced by 1, and the row comes out as zeros, not NaN.
+
+float16 inputs are computed in float32 and the results rounded to float16 (autograd/precision.py):
+the sum of a row of exponentials, and ⟨g, s⟩ with a loss-scaled g, would lose digits or overflow.
 """
 import numpy as np
 
 from autograd.composite_mode import is_composite
 from autograd.engine import Function, as_tensor
 from autograd.ops import masked_fill
+from autograd.precision import widen
 
 
 def _row_max(x, axis):
@@ -40,22 +44,23 @@ def _nonzero(total):
 def softmax_array(x, axis=-1):
     """exp(x − max) / Σ exp(x − max) along `axis`, on plain arrays, in one buffer (the fused
     attention weights of numpy_transformer.attention use it too)."""
-    e = x - _row_max(x, axis)
+    e = widen(x) - _row_max(x, axis)
     np.exp(e, out=e)
     e /= _nonzero(np.sum(e, axis=axis, keepdims=True))
-    return e
+    return e.astype(x.dtype, copy=False)
 
 
 def softmax_vjp(s, g, axis=-1):
     """J_s g = s ⊙ (g − ⟨g, s⟩) along `axis`: the VJP of softmax at s, on plain arrays."""
-    grad = g - np.sum(g * s, axis=axis, keepdims=True)
-    grad *= s
-    return grad
+    s_wide, g_wide = widen(s), widen(g)
+    grad = g_wide - np.sum(g_wide * s_wide, axis=axis, keepdims=True)
+    grad *= s_wide
+    return grad.astype(g.dtype, copy=False)
 
 
 def log_softmax_array(x, axis=-1):
     """x − max − log Σ exp(x − max) along `axis`, on plain arrays (the cross-entropy uses it too)."""
-    shifted = x - _row_max(x, axis)
+    shifted = widen(x) - _row_max(x, axis)
     return shifted - np.log(_nonzero(np.sum(np.exp(shifted), axis=axis, keepdims=True)))
 
 
@@ -80,14 +85,16 @@ class LogSoftmax(Function):
     the VJP is g − s Σg, with s = exp(log s)."""
 
     def forward(self, x, axis=-1):
-        out = log_softmax_array(x, axis)
+        out = log_softmax_array(x, axis).astype(x.dtype, copy=False)
         self.axis = axis
         self.save_for_backward(out)
         return out
 
     def backward(self, g):
         (out,) = self.saved
-        return (g - np.exp(out) * np.sum(g, axis=self.axis, keepdims=True),)
+        g_wide = widen(g)
+        grad = g_wide - np.exp(widen(out)) * np.sum(g_wide, axis=self.axis, keepdims=True)
+        return (grad.astype(g.dtype, copy=False),)
 
 
 def softmax(x, axis=-1):

@@ -18,16 +18,17 @@ sums the gradient back over those axes (`unbroadcast`).
 import numpy as np
 
 from autograd.engine import Function
+from autograd.precision import total
 
 
 def unbroadcast(grad, shape):
     """Sum `grad` down to `shape`: the VJP of NumPy broadcasting (leading axes that were added,
-    and axes of length 1 that were stretched)."""
+    and axes of length 1 that were stretched), accumulated in float32 for a float16 grad."""
     if grad.shape == shape:
         return grad
-    grad = grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+    grad = total(grad, axis=tuple(range(grad.ndim - len(shape))))
     stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
+    return total(grad, axis=stretched, keepdims=True) if stretched else grad
 
 
 class Add(Function):

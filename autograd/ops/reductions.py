@@ -3,6 +3,7 @@
 import numpy as np
 
 from autograd.engine import Function
+from autograd.precision import total
 
 
 def _expand(g, axis, keepdims):
@@ -14,7 +15,7 @@ def _expand(g, axis, keepdims):
 class Sum(Function):
     def forward(self, a, axis=None, keepdims=False):
         self.shape, self.axis, self.keepdims = a.shape, axis, keepdims
-        return np.sum(a, axis=axis, keepdims=keepdims)
+        return total(a, axis=axis, keepdims=keepdims)
 
     def backward(self, g):
         g = _expand(g, self.axis, self.keepdims)

@@ -4,6 +4,7 @@ split where the inputs were joined)."""
 import numpy as np
 
 from autograd.engine import Function
+from autograd.precision import compute_dtype
 
 
 class Reshape(Function):
@@ -34,12 +35,13 @@ class GetItem(Function):
         return a[index]
 
     def backward(self, g):
-        grad = np.zeros(self.shape, dtype=g.dtype)
         if _is_basic(self.index):
+            grad = np.zeros(self.shape, dtype=g.dtype)
             grad[self.index] = g
-        else:
-            np.add.at(grad, self.index, g)
-        return (grad,)
+            return (grad,)
+        grad = np.zeros(self.shape, dtype=compute_dtype(g.dtype))     # float32 sums for a float16 g
+        np.add.at(grad, self.index, g)
+        return (grad.astype(g.dtype, copy=False),)
 
 
 def _is_basic(index):

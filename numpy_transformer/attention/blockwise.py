@@ -30,6 +30,7 @@ import numpy as np
 
 from autograd.checks import checked_integer
 from autograd.engine import Function
+from autograd.precision import in_float32
 from autograd.ops import unbroadcast
 from numpy_transformer.attention.checks import checked_qkv
 from numpy_transformer.attention.scaled_dot_product import _check_mask
@@ -54,6 +55,7 @@ def blockwise_attention(q, k, v, block_size, causal=False, mask=None):
 class BlockwiseAttention(Function):
     """The fused op: online softmax forward, recomputing backward (module docstring)."""
 
+    @in_float32
     def forward(self, q, k, v, block_size, causal, mask):
         leading = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         self.block_size, self.causal, self.scale = block_size, causal, 1 / math.sqrt(q.shape[-1])
@@ -78,6 +80,7 @@ class BlockwiseAttention(Function):
         self.save_for_backward(q, k, v, out, log_sum_exp)
         return out
 
+    @in_float32
     def backward(self, g):
         q, k, v, out, log_sum_exp = self.saved
         rowwise = np.sum(g * out, axis=-1, keepdims=True)              # D_i = Σ_j dO_ij O_ij

@@ -50,6 +50,7 @@ import numpy as np
 from autograd import Tensor, concatenate, masked_fill, stack, where
 from autograd.checks import checked_integer
 from autograd.engine import Function
+from autograd.precision import in_float32
 from numpy_transformer.attention.checks import checked_key_padding, checked_qkv
 
 FEATURE_MAPS = ("elu", "taylor", "favor", "fourier")
@@ -59,10 +60,12 @@ RANDOM_FEATURE_MAPS = ("favor", "fourier")
 class PrefixSum(Function):
     """y_i = Σ_{j≤i} x_j along `axis` (np.cumsum). VJP: ∂L/∂x_j = Σ_{i≥j} g_i, the suffix sums of g."""
 
+    @in_float32
     def forward(self, x, axis):
         self.axis = axis
         return np.cumsum(x, axis=axis)
 
+    @in_float32
     def backward(self, g):
         return (np.flip(np.cumsum(np.flip(g, self.axis), axis=self.axis), self.axis),)
 

@@ -26,6 +26,7 @@ from autograd.composite_mode import is_composite
 from autograd.engine import Function, as_tensor
 from autograd.functional.softmax import softmax_array, softmax_vjp
 from autograd.ops import unbroadcast
+from autograd.precision import widen
 from numpy_transformer.masks import boolean_mask
 
 
@@ -78,31 +79,34 @@ class AttentionWeights(Function):
 
         ∂L/∂Q = (∂L/∂S) K / √d_k,    ∂L/∂K = (∂L/∂S)ᵀ Q / √d_k,    ∂L/∂R = (∂L/∂S) / √d_k,
 
-    summed over the leading axes that were broadcast.
+    summed over the leading axes that were broadcast. float16 inputs: the scores, the softmax and
+    these gradients are computed in float32 (the notes' "attention weights: FP32"), the weights
+    and the gradients stored in float16 (autograd/precision.py).
     """
 
     def forward(self, q, k, *bias, allowed=None):
         self.scale = math.sqrt(q.shape[-1])
-        scores = q @ np.swapaxes(k, -1, -2)
+        scores = widen(q) @ np.swapaxes(widen(k), -1, -2)              # float16 q, k: the scores in float32
         if bias:
-            scores = scores + bias[0]
+            scores = scores + widen(bias[0])
             self.bias_shape = bias[0].shape
         scores /= self.scale
         if allowed is not None:
             np.copyto(scores, -np.inf, where=~allowed)
-        weights = softmax_array(scores)
+        weights = softmax_array(scores).astype(q.dtype, copy=False)
         self.save_for_backward(q, k, weights)
         return weights
 
     def backward(self, g):
         q, k, weights = self.saved
-        grad_scores = softmax_vjp(weights, g)
+        grad_scores = softmax_vjp(widen(weights), widen(g))
         grad_scores /= self.scale
-        grad_q = unbroadcast(grad_scores @ k, q.shape) if self.needs_input_grad[0] else None
-        grad_k = unbroadcast(np.swapaxes(grad_scores, -1, -2) @ q, k.shape) if self.needs_input_grad[1] else None
-        if len(self.needs_input_grad) == 2:
-            return grad_q, grad_k
-        return grad_q, grad_k, unbroadcast(grad_scores, self.bias_shape) if self.needs_input_grad[2] else None
+        grad_q = unbroadcast(grad_scores @ widen(k), q.shape) if self.needs_input_grad[0] else None
+        grad_k = unbroadcast(np.swapaxes(grad_scores, -1, -2) @ widen(q), k.shape) if self.needs_input_grad[1] else None
+        grads = [grad_q, grad_k]
+        if len(self.needs_input_grad) == 3:
+            grads.append(unbroadcast(grad_scores, self.bias_shape) if self.needs_input_grad[2] else None)
+        return tuple(None if grad is None else grad.astype(g.dtype, copy=False) for grad in grads)
 
 
 def _check_shapes(q_shape, k_shape, v_shape):

@@ -32,6 +32,7 @@ import numpy as np
 from scipy.sparse import csr_array
 
 from autograd.engine import Function
+from autograd.precision import in_float32
 from autograd.ops import unbroadcast
 from numpy_transformer.attention.checks import checked_key_padding, checked_qkv
 from numpy_transformer.masks import boolean_mask
@@ -94,6 +95,7 @@ class SparseAttention(Function):
     After forward, `scores_computed` is the number of inner products q_i · k_j it took for
     one (batch, head) slice: the graph's number of edges."""
 
+    @in_float32
     def forward(self, q, k, v, graph, key_padding, leading):
         self.graph, self.leading, self.scale = graph, leading, 1 / math.sqrt(q.shape[-1])
         q_, k_, v_ = (np.broadcast_to(a, (*leading, *a.shape[-2:])) for a in (q, k, v))
@@ -111,6 +113,7 @@ class SparseAttention(Function):
         self.shapes = q.shape, k.shape, v.shape
         return out
 
+    @in_float32
     def backward(self, g):
         q, k, v, out, weights = self.saved
         graph = self.graph

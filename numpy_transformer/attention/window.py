@@ -35,6 +35,7 @@ import autograd.functional as F
 from autograd import masked_fill, where
 from autograd.checks import checked_integer
 from autograd.engine import Function
+from autograd.precision import in_float32
 from autograd.functional.softmax import softmax_array
 from autograd.ops import unbroadcast
 from numpy_transformer.attention.checks import checked_key_padding, checked_qkv
@@ -92,6 +93,7 @@ class BandAttention(Function):
     """Softmax attention of each query over its band of offsets and the global columns (module
     docstring). `allowed`: (…, n, w + g), False entries get weight 0; a row with none gets zeros."""
 
+    @in_float32
     def forward(self, q, k, v, offsets, tokens, allowed, leading):
         self.offsets, self.tokens, self.shapes = offsets, tokens, (q.shape, k.shape, v.shape)
         self.scale, self.reach = 1 / math.sqrt(q.shape[-1]), int(np.abs(offsets).max())
@@ -108,6 +110,7 @@ class BandAttention(Function):
         self.save_for_backward(q, k, v, weights, out)
         return out
 
+    @in_float32
     def backward(self, g):
         q, k, v, weights, out = self.saved
         w, tokens = len(self.offsets), self.tokens

@@ -55,6 +55,8 @@ TRAINING_FLAGS = [
     ("--eval-every", "eval_every", int, "steps between validation losses"),
     ("--log-every", "log_every", int, "steps between lines of the metrics log"),
     ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints"),
+    ("--precision", "precision", str, "float32 (the default) or mixed: float16 forward and backward, float32 "
+                                      "master weights and Adam, dynamic loss scaling"),
 ]
 DATA_FLAGS = [
     ("--dataset", "dataset", str, "builtin (synthetic, offline; the default), opus_books, or a .jsonl/.csv/.tsv/"
@@ -214,7 +216,8 @@ def training_line(run):
     return (f"training: {trainer.total_steps:,} steps ({trainer.total_steps / trainer.batches_per_epoch:.3g} epochs) "
             f"of {config.batch_size} {'pairs' if run.objective.name == 'translation' else 'texts'}, Adam {config.betas} "
             f"eps {config.eps:g}, {rate}, label smoothing "
-            f"{config.label_smoothing}, clip {config.clip_norm}, seed {config.seed} -> {run.directory}")
+            f"{config.label_smoothing}, clip {config.clip_norm}, seed {config.seed}"
+            f"{', mixed precision' if config.precision == 'mixed' else ''} -> {run.directory}")
 
 
 def run_metrics(run, result, evaluation, args, total_seconds):

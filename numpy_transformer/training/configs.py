@@ -30,6 +30,7 @@ from numpy_transformer.data.tokenizer import BYTES, KINDS as TOKENIZER_KINDS
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
 from numpy_transformer.model import Transformer, analytic_parameter_count
 from numpy_transformer.training.loss import TASKS
+from numpy_transformer.training.mixed_precision import PRECISIONS
 from numpy_transformer.training.presets import PRESETS, TASK_PRESETS, get_preset
 
 SCHEDULES = ("warmup", "constant")
@@ -134,6 +135,8 @@ class TrainingConfig(JsonConfig):
     | log_every        | steps between lines of the metrics log                                  |
     | checkpoint_every | steps between checkpoints (one is also written at the end)              |
     | similar_lengths  | batch sentences of similar length together (less padding)               |
+    | precision        | "float32", or "mixed": float16 forward and backward, float32 master     |
+    |                  | weights, dynamic loss scaling (training/mixed_precision.py)             |
     """
 
     batch_size: int = 64
@@ -152,6 +155,7 @@ class TrainingConfig(JsonConfig):
     log_every: int = 50
     checkpoint_every: int = 500
     similar_lengths: bool = True
+    precision: str = "float32"
 
     def __post_init__(self):
         if isinstance(self.betas, list):          # JSON gives the pair back as a list
@@ -179,6 +183,7 @@ class TrainingConfig(JsonConfig):
         for name in ("eval_every", "log_every", "checkpoint_every"):
             self.check(checked_integer, name, 1)
         self.check_flag("similar_lengths")
+        self.check_choice("precision", PRECISIONS)
 
     def total_steps(self, batches_per_epoch):
         """The optimizer steps of the run: `steps`, or ⌈epochs · batches per epoch⌉."""

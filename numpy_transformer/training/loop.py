@@ -8,6 +8,9 @@ texts, for a language model: the objectives of training/loss.py):
     grads  = backward(loss), rescaled so that ‖grads‖ ≤ clip_norm
     θ      ← Adam(θ, grads, lr(t))                            warm-up schedule or constant lr
 
+With `precision="mixed"` the forward and backward run on a float16 twin of the model, with a
+dynamic loss scale, and Adam updates the float32 weights (training/mixed_precision.py).
+
 Every `eval_every` steps the loss on the validation pairs (without smoothing, dropout off),
 every `log_every` steps a line of the metrics log, every `checkpoint_every` steps a checkpoint.
 
@@ -36,6 +39,7 @@ import numpy as np
 from autograd.optim import Adam, clip_grad_norm
 from numpy_transformer.data.batching import batch_indices
 from numpy_transformer.training.loss import TRANSLATION, mean_cross_entropy, perplexity
+from numpy_transformer.training.mixed_precision import MixedPrecision
 
 
 class TrainingDiverged(ValueError):
@@ -60,7 +64,8 @@ class TrainingState:
     """Where the loop is: what a checkpoint needs, besides weights and Adam's moments, to continue
     exactly. data_rng: the batch-order generator's state at the start of the current epoch
     (the epoch's order is drawn again from it); model_rngs: the dropout generators' states;
-    interval_losses / interval_tokens: the steps since the last log line."""
+    interval_losses / interval_tokens: the steps since the last log line; loss_scaler: a mixed-
+    precision run's loss scale (`LossScaler.state_dict()`), None in float32."""
     step: int = 0
     epoch: int = 0
     batch_in_epoch: int = 0
@@ -69,6 +74,7 @@ class TrainingState:
     train_seconds: float = 0.0
     interval_losses: list = dataclasses.field(default_factory=list)
     interval_tokens: list = dataclasses.field(default_factory=list)
+    loss_scaler: dict = None
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -112,6 +118,7 @@ class Trainer:
         self.train_data, self.validation_data = train_data, validation_data
         self.data_rng, self.log, self.save, self.report = data_rng, log, save, report
         self.progress = progress
+        self.mixed = MixedPrecision(model) if config.precision == "mixed" else None
         self.generators = model.generators()
         self.batches_per_epoch = len(batch_indices(train_data, config.batch_size, np.random.default_rng(0),
                                                    config.similar_lengths))
@@ -119,6 +126,8 @@ class Trainer:
         self.state = state or TrainingState(data_rng=data_rng.bit_generator.state)
         if state is not None:
             self._restore_generators(state)
+            if self.mixed is not None and state.loss_scaler is not None:
+                self.mixed.scaler.load_state_dict(state.loss_scaler)
         self.losses = []                 # the training loss of every step run by this Trainer
         self.validation_loss = None
         self._last_logged_loss = float("nan")
@@ -128,7 +137,9 @@ class Trainer:
 
     def checkpoint_state(self):
         """The loop's state as a JSON-serialisable dict, with the generators' current states."""
-        return dataclasses.replace(self.state, model_rngs=[g.bit_generator.state for g in self.generators]).to_dict()
+        scaler = None if self.mixed is None else self.mixed.scaler.state_dict()
+        return dataclasses.replace(self.state, model_rngs=[g.bit_generator.state for g in self.generators],
+                                   loss_scaler=scaler).to_dict()
 
     def _restore_generators(self, state):
         if state.model_rngs is not None:
@@ -179,12 +190,18 @@ class Trainer:
         self._after_step(bar, grad_norm)
 
     def train_step(self, batch):
-        """Forward, backward, clipping and the Adam update: (loss, gradient norm before clipping)."""
+        """Forward, backward, clipping and the Adam update: (loss, gradient norm before clipping).
+        In mixed precision a step whose scaled gradients overflowed is skipped (no update)."""
         self.model.train()
         self.optimizer.zero_grad()
-        loss = self.objective.loss(self.model, batch, self.config.label_smoothing)
-        loss.backward()
+        if self.mixed is None:
+            loss = self.objective.loss(self.model, batch, self.config.label_smoothing)
+            loss.backward()
+        else:
+            loss = self.mixed.loss_and_gradients(lambda half: self.objective.loss(half, batch, self.config.label_smoothing))
         grad_norm = clip_grad_norm(self.model.parameters(), self.config.clip_norm)
+        if self.mixed is not None and self.mixed.skipped(loss.item(), grad_norm):
+            return loss.item(), grad_norm
         if not (math.isfinite(loss.item()) and math.isfinite(grad_norm)):
             raise TrainingDiverged(
                 f"training diverged at step {self.state.step + 1}: loss {loss.item()}, gradient norm {grad_norm}. "
@@ -192,6 +209,8 @@ class Trainer:
                 f"(--clip-norm)")
         self._phase = "update"
         self.optimizer.step()
+        if self.mixed is not None:
+            self.mixed.after_step()
         return loss.item(), grad_norm
 
     def _next_positions(self):
@@ -230,10 +249,12 @@ class Trainer:
         now = time.perf_counter()
         speed = self._speed[0] / max(now - self._speed[1], 1e-9)
         self._speed = [0, now]
-        self._write_log({"step": self.state.step, "epoch": round(self.epoch_progress, 4),
-                         "loss": self._last_logged_loss, "lr": self.optimizer.current_lr,
-                         "grad_norm": grad_norm, "tokens_per_second": round(speed, 1),
-                         "train_seconds": round(self.state.train_seconds, 3)})
+        record = {"step": self.state.step, "epoch": round(self.epoch_progress, 4), "loss": self._last_logged_loss,
+                  "lr": self.optimizer.current_lr, "grad_norm": grad_norm if math.isfinite(grad_norm) else None,
+                  "tokens_per_second": round(speed, 1), "train_seconds": round(self.state.train_seconds, 3)}
+        if self.mixed is not None:
+            record.update(loss_scale=self.mixed.scaler.scale, skipped_steps=self.mixed.scaler.skipped_steps)
+        self._write_log(record)
         self.state.interval_losses, self.state.interval_tokens = [], []
 
     def _validate(self):

@@ -1,0 +1,74 @@
+"""Mixed-precision training (`train --precision mixed`, architecture notes §Memory and Efficiency).
+
+Two copies of the model:
+
+- the float32 model holds the **master weights**: Adam updates them (its moments are float32
+  too), gradient clipping and the validation loss read them, checkpoints save them, so a mixed
+  run's checkpoint is an ordinary float32 model;
+- its float16 **twin** (the same modules, the same dropout generators) runs forward and
+  backward: Q, K, V, the activations and everything the graph keeps for backward are float16;
+  the ops compute the softmax, the layer-norm statistics and the loss in float32
+  (autograd/precision.py).
+
+One step:
+
+    half ← float16(master)                          after every update
+    L    = loss(half(batch))                        float32 scalar
+    backward from S · L on the twin                 float16 gradients, S the loss scale
+    master.grad = float32(half.grad) / S            (autograd/loss_scaling.py)
+    not finite → skip the step, S ← S / 2;   else clip, Adam on the master weights
+
+A step whose gradients are not finite even at S ≤ 1 is not an overflow of the scaling but a
+diverged model, and raises as a float32 run does.
+"""
+import copy
+import math
+
+import numpy as np
+
+from autograd.loss_scaling import LossScaler
+from autograd.precision import HALF
+
+PRECISIONS = ("float32", "mixed")
+
+
+class MixedPrecision:
+    """The float16 twin of the float32 `model` and the loss scaler (a `LossScaler`)."""
+
+    def __init__(self, model, scaler=None):
+        if {p.dtype for p in model.parameters()} != {np.dtype(np.float32)}:
+            raise ValueError(f"mixed precision trains a float32 model (its master weights), got parameters of "
+                             f"{sorted({p.dtype.name for p in model.parameters()})}")
+        self.model = model
+        shared = {id(generator): generator for generator in model.generators()}    # the same dropout draws
+        self.half = copy.deepcopy(model, memo=shared).astype(HALF)
+        self.pairs = list(zip(model.parameters(), self.half.parameters()))
+        self.scaler = scaler or LossScaler()
+
+    def loss_and_gradients(self, loss_of):
+        """L = loss_of(twin), a float32 scalar Tensor; backward from S · L on the twin; every master
+        parameter's .grad set to the unscaled float32 gradient. Returns L. Overflows are expected
+        here (they are what the scaler detects), so NumPy's warnings about them are silenced."""
+        self.half.train(self.model.training)
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = loss_of(self.half)
+            loss.backward(np.asarray(self.scaler.scale, dtype=loss.dtype))
+            for master, half in self.pairs:
+                master.grad = None if half.grad is None else self.scaler.unscale(half.grad)
+                half.grad = None
+        return loss
+
+    def skipped(self, loss, grad_norm):
+        """Whether to skip this step: the loss is finite but the gradients are not, an overflow of
+        S · L, and S can still come down (then S ← S / 2). Not at S ≤ 1: gradients of L itself
+        that do not fit are a diverged model, which the loop reports as in float32."""
+        overflow = math.isfinite(loss) and not math.isfinite(grad_norm) and self.scaler.scale > 1
+        if overflow:
+            self.scaler.update(finite=False)
+        return overflow
+
+    def after_step(self):
+        """The master weights were updated: copy them into the twin; one clean step for the scaler."""
+        for master, half in self.pairs:
+            np.copyto(half.data, master.data, casting="same_kind")
+        self.scaler.update(finite=True)
