@@ -172,6 +172,26 @@ def test_the_command_line_has_bench_memory():
     assert (args.max_layers, args.run) == (4, bench_memory_command)
 
 
+def test_bench_precision_shows_mixed_precision_keeping_about_half_the_activations(tmp_path):
+    from numpy_transformer.benchmarks.precision import run
+
+    summary = run(("tiny", "gpt-tiny"), steps=1, out_dir=tmp_path, log=lambda line: None)
+    for name in ("tiny", "gpt-tiny"):
+        single, mixed = summary["configs"][name]["float32"], summary["configs"][name]["mixed"]
+        assert 0.4 < mixed["graph_mb"] / single["graph_mb"] < 0.6 and mixed["step_ms"] > 0
+    micro = summary["micro_ms"]
+    assert micro["matmul float16, NumPy's own"] > micro["matmul float16, in float32"]
+    assert (tmp_path / "precision_benchmark.png").is_file() and (tmp_path / "precision_benchmark.json").is_file()
+
+
+def test_the_command_line_has_bench_precision():
+    from numpy_transformer.cli import build_parser
+    from numpy_transformer.cli.bench import bench_precision_command
+
+    args = build_parser().parse_args(["bench", "precision", "--configs", "tiny", "--steps", "2"])
+    assert (args.configs, args.steps, args.run) == (["tiny"], 2, bench_precision_command)
+
+
 @pytest.mark.torch
 def test_bench_pretrained_loads_and_generates_a_small_gpt2_here_and_in_transformers():
     pytest.importorskip("transformers")

@@ -2,6 +2,7 @@
 every primitive runs in float16 without an upcast, the sums, exponentials and squares that
 float16 cannot hold are computed in float32, loss scaling skips an overflowing step and comes
 back, and a mixed run tracks the float32 run it shadows."""
+import json
 import math
 import types
 
@@ -18,7 +19,7 @@ from numpy_transformer.model import Transformer
 from numpy_transformer.training.loop import TrainingDiverged
 from numpy_transformer.training.mixed_precision import MixedPrecision
 from numpy_transformer.training.run import Run
-from run_helpers import assert_same_weights, tiny_configs, weights
+from run_helpers import assert_same_weights, run_main, tiny_configs, weights
 
 HALF = np.float16
 
@@ -268,3 +269,21 @@ def test_a_mixed_run_tracks_the_float32_run_on_the_built_in_corpus(tmp_path):
     assert mixed_result.validation_loss == pytest.approx(single_result.validation_loss, rel=0.02)
     assert mixed_result.validation_loss < 0.8 * mixed.trainer.losses[0]
     assert {p.dtype for p in Run.resume(tmp_path / "mixed", report=None).model.parameters()} == {np.dtype(np.float32)}
+
+
+@pytest.mark.slow
+def test_mixed_runs_of_the_default_preset_reach_the_bleu_of_float32_runs(tmp_path):
+    """The default preset (1,500 steps) in both precisions, seeds 0 and 1: the mean greedy test BLEU
+    within 1 point (measured, float32 / mixed: 89.16 / 87.97 and 89.12 / 90.46: float16 rounding
+    sends a run down another path, whose BLEU lands about 1.3 points away, either way). About 11
+    minutes on 2 cores."""
+    bleu = {}
+    for precision in ("float32", "mixed"):
+        for seed in (0, 1):
+            out = tmp_path / f"{precision}-{seed}"
+            status, _, err = run_main(["train", "--out", out, "--precision", precision, "--seed", seed, "--beam", 1,
+                                       "--quiet"])
+            assert status == 0, err
+            bleu[precision, seed] = json.loads((out / "metrics.json").read_text())["bleu_greedy"]
+    mean = {precision: (bleu[precision, 0] + bleu[precision, 1]) / 2 for precision in ("float32", "mixed")}
+    assert mean["float32"] > 85 and abs(mean["mixed"] - mean["float32"]) <= 1, bleu

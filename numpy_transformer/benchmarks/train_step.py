@@ -55,15 +55,17 @@ class NumpyTrainer:
         self.optimizer = Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS)
         self.batch = batch
 
-    def loss(self):
-        """The label-smoothed cross-entropy of the batch (the decoder-only model reads tgt_in)."""
+    def loss(self, model=None):
+        """The label-smoothed cross-entropy of the batch (the decoder-only model reads tgt_in), by
+        `model` (a float16 twin) or this trainer's."""
         import autograd.functional as F
         from numpy_transformer.training.loss import loss_on_batch
 
-        if hasattr(self.model, "stack"):
-            return F.cross_entropy(self.model(self.batch.tgt_in), self.batch.tgt_out, ignore_index=PAD_ID,
+        model = model or self.model
+        if hasattr(model, "stack"):
+            return F.cross_entropy(model(self.batch.tgt_in), self.batch.tgt_out, ignore_index=PAD_ID,
                                    label_smoothing=LABEL_SMOOTHING)
-        return loss_on_batch(self.model, self.batch, LABEL_SMOOTHING)
+        return loss_on_batch(model, self.batch, LABEL_SMOOTHING)
 
     def step(self):
         """(forward, backward, update) seconds of one step."""

@@ -26,9 +26,10 @@ from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, non_negative_int
 
 
 def add_parser(commands):
-    """Add `bench attention | train-step | decode | memory` to the CLI's subcommands."""
+    """Add `bench attention | train-step | decode | memory | precision | pretrained` to the CLI's subcommands."""
     bench = commands.add_parser("bench", help="measure the attention variants, a training step against PyTorch, "
-                                              "decoding with and without the cache, gradient checkpointing's memory")
+                                              "decoding with and without the cache, gradient checkpointing's memory, "
+                                              "mixed precision, loading a pretrained model")
     benchmarks = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
     attention = benchmarks.add_parser(
         "attention", help="time and peak memory of every attention variant, forward + backward, n = 256 … max-n")
@@ -47,6 +48,7 @@ def add_parser(commands):
                                                                    "(default benchmark_results)")
     _add_threads_argument(memory, "BLAS threads")
     memory.set_defaults(run=bench_memory_command)
+    _add_precision_command(benchmarks)
     pretrained = benchmarks.add_parser(
         "pretrained", help="a GPT-2-small-sized model in Hugging Face format: loading time and memory, and greedy "
                            "generation with and without the cache, against transformers")
@@ -59,6 +61,22 @@ def add_parser(commands):
 def _add_threads_argument(parser, what="threads of BLAS and of PyTorch"):
     parser.add_argument("--threads", "--blas-threads", dest="blas_threads", type=thread_count, default=1,
                         help=f"{what} (default 1: stable figures on a shared machine)")
+
+
+def _add_precision_command(benchmarks):
+    from numpy_transformer.benchmarks.configs import CONFIG_NAMES
+    from numpy_transformer.benchmarks.precision import PRECISION_CONFIGS
+
+    parser = benchmarks.add_parser(
+        "precision", help="a training step in float32 and in mixed precision: activation memory, peak and time")
+    parser.add_argument("--configs", nargs="+", choices=CONFIG_NAMES, default=list(PRECISION_CONFIGS), metavar="NAME",
+                        help=f"configurations among {', '.join(CONFIG_NAMES)} (default: {' '.join(PRECISION_CONFIGS)})")
+    parser.add_argument("--steps", type=positive_integer, default=5, help="timed steps of each (default 5)")
+    parser.add_argument("--out", default="benchmark_results", help="folder for the figure and JSON "
+                                                                   "(default benchmark_results)")
+    parser.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
+    _add_threads_argument(parser, "BLAS threads")
+    parser.set_defaults(run=bench_precision_command)
 
 
 def _add_train_step_command(benchmarks):
@@ -149,6 +167,22 @@ def bench_memory_command(args):
     from numpy_transformer.benchmarks.memory import LAYERS, run
 
     run([n for n in LAYERS if n <= args.max_layers], args.out, log=lambda line: print(line, flush=True))
+    return 0
+
+
+def bench_precision_command(args):
+    """Measure a training step in float32 and in mixed precision; with --json the last line is the
+    results as JSON."""
+    status = _rerun_with_blas_threads(args.blas_threads, ["precision", "--configs", *args.configs, "--steps",
+                                                          str(args.steps), "--out", str(args.out),
+                                                          *(["--json"] if args.json else [])])
+    if status is not None:
+        return status
+    from numpy_transformer.benchmarks.precision import run
+
+    results = run(args.configs, args.steps, args.out, log=lambda line: print(line, flush=True))
+    if args.json:
+        print(json.dumps(results))
     return 0
 
 
