@@ -63,14 +63,19 @@ def _add_threads_argument(parser, what="threads of BLAS and of PyTorch"):
                         help=f"{what} (default 1: stable figures on a shared machine)")
 
 
-def _add_precision_command(benchmarks):
+def _add_configs_argument(parser, defaults):
     from numpy_transformer.benchmarks.configs import CONFIG_NAMES
+
+    parser.add_argument("--configs", nargs="+", choices=CONFIG_NAMES, default=list(defaults), metavar="NAME",
+                        help=f"configurations among {', '.join(CONFIG_NAMES)} (default: {' '.join(defaults)})")
+
+
+def _add_precision_command(benchmarks):
     from numpy_transformer.benchmarks.precision import PRECISION_CONFIGS
 
     parser = benchmarks.add_parser(
         "precision", help="a training step in float32 and in mixed precision: activation memory, peak and time")
-    parser.add_argument("--configs", nargs="+", choices=CONFIG_NAMES, default=list(PRECISION_CONFIGS), metavar="NAME",
-                        help=f"configurations among {', '.join(CONFIG_NAMES)} (default: {' '.join(PRECISION_CONFIGS)})")
+    _add_configs_argument(parser, PRECISION_CONFIGS)
     parser.add_argument("--steps", type=positive_integer, default=5, help="timed steps of each (default 5)")
     parser.add_argument("--out", default="benchmark_results", help="folder for the figure and JSON "
                                                                    "(default benchmark_results)")
@@ -80,12 +85,11 @@ def _add_precision_command(benchmarks):
 
 
 def _add_train_step_command(benchmarks):
-    from numpy_transformer.benchmarks.configs import CONFIG_NAMES, MAIN_CONFIGS
+    from numpy_transformer.benchmarks.configs import MAIN_CONFIGS
 
     parser = benchmarks.add_parser(
         "train-step", help="one training step (forward, backward, Adam) against PyTorch: time and peak memory")
-    parser.add_argument("--configs", nargs="+", choices=CONFIG_NAMES, default=list(MAIN_CONFIGS), metavar="NAME",
-                        help=f"configurations among {', '.join(CONFIG_NAMES)} (default: {' '.join(MAIN_CONFIGS)})")
+    _add_configs_argument(parser, MAIN_CONFIGS)
     parser.add_argument("--steps", type=positive_integer, default=10, help="timed steps of each framework (default 10)")
     parser.add_argument("--warmup", type=non_negative_integer, default=2, help="untimed steps first (default 2)")
     parser.add_argument("--profile", action="store_true", help="print the profile of one NumPy step per configuration")
