@@ -1,6 +1,7 @@
 """`numpy-transformer train`: train a model, then evaluate it on the test split.
 
-    numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE] [flags]
+    numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE|DIR|HUB_NAME] [flags]
+    numpy-transformer train --dataset train.jsonl --validation-file val.jsonl [--test-file test.jsonl] [flags]
     numpy-transformer train --task lm|mlm [--dataset builtin|FILE.txt|HUB_NAME] [--language xx] [flags]
     numpy-transformer train --out DIR --resume [--steps N]
 
@@ -59,10 +60,18 @@ TRAINING_FLAGS = [
                                       "master weights and Adam, dynamic loss scaling"),
 ]
 DATA_FLAGS = [
-    ("--dataset", "dataset", str, "builtin (synthetic, offline; the default), opus_books, or a .jsonl/.csv/.tsv/"
-                                  ".parquet file of pairs; for --task lm|mlm also a .txt file (one text per line) "
-                                  "or a Hugging Face dataset with a 'text' column"),
-    ("--dataset-config", "dataset_config", str, "the configuration of a Hugging Face dataset (wikitext-2-raw-v1)"),
+    ("--dataset", "dataset", str, "builtin (synthetic, offline; the default), opus_books, a .jsonl/.json/.csv/"
+                                  ".tsv/.parquet file of pairs (split 90/5/5 unless --validation-file/--test-file "
+                                  "give its official splits), a folder of train.*, validation.* (val, valid, dev) "
+                                  "and test.* files, or a Hugging Face dataset with a translation column or one "
+                                  "column per language (its own splits); for --task lm|mlm also .txt files (one "
+                                  "text per line) or a Hugging Face dataset with a 'text' column"),
+    ("--validation-file", "validation_file", str, "the official validation split of the --dataset file (without "
+                                                  "it: 5%% of the training file)"),
+    ("--test-file", "test_file", str, "the official test split of the --dataset file (without it: 5%% of the "
+                                      "training file)"),
+    ("--dataset-config", "dataset_config", str, "the configuration of a Hugging Face dataset (wikitext-2-raw-v1, "
+                                                "iwslt2017-en-de)"),
     ("--pair", "pair", str, "source-target languages (default en-it)"),
     ("--language", "language", str, "a language model's language: the side of a parallel corpus it reads "
                                     "(default: the pair's source, en)"),
