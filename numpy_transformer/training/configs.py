@@ -62,8 +62,11 @@ class DataConfig(JsonConfig):
     | length_policy  | "drop" the longer pairs (texts), "truncate" them, or (texts) "split"     |
     | min_frequency  | a word (or, for BPE, a merge) enters the vocabulary when seen this often  |
     |                | in training (2)                                                          |
-    | tokenizer      | "word" (the thesis's word-level vocabulary) or "bpe" (byte-level BPE)    |
-    | vocab_size     | the entries of each BPE vocabulary (ignored by "word")                   |
+    | tokenizer      | "word" (the thesis's word-level vocabulary), or a subword kind: "bpe"    |
+    |                | (byte-level BPE), "wordpiece" (BERT's) or "unigram" (SentencePiece's)    |
+    | vocab_size     | the entries of each subword vocabulary (ignored by "word")               |
+    | shared_vocabulary | translation: one tokenizer trained on both sides, for source and     |
+    |                | target (False: one per language)                                         |
     | fingerprint    | {"pairs": N, "sha256": …} of the corpus's pairs, set by the run that     |
     |                | trained on them: `evaluate` and `--resume` refuse other data             |
     """
@@ -84,6 +87,7 @@ class DataConfig(JsonConfig):
     min_frequency: int = 2
     tokenizer: str = "word"
     vocab_size: int = 8000
+    shared_vocabulary: bool = False
     fingerprint: dict = None
 
     def validate(self):
@@ -109,6 +113,10 @@ class DataConfig(JsonConfig):
         self.check(checked_integer, "min_frequency", 1)
         self.check_choice("tokenizer", TOKENIZER_KINDS)
         self.check(checked_integer, "vocab_size", BYTES + 4)
+        self.check_flag("shared_vocabulary")
+        if self.shared_vocabulary and self.task != "translation":
+            self.fail(f"shared_vocabulary is for translation (one vocabulary for both languages); a language model "
+                      f"(task {self.task}) has one vocabulary already")
         if self.fingerprint is not None and not (isinstance(self.fingerprint, dict)
                                                  and set(self.fingerprint) == {"pairs", "sha256"}):
             self.fail(f"fingerprint must be None or {{\"pairs\": N, \"sha256\": …}}, got {self.fingerprint!r}")

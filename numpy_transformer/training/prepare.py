@@ -63,7 +63,7 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
                                  data_config.seed, data_config.n_pairs, cache_dir, **_split_sources(data_config))
     _check_splits(data_config, splits, "pairs")
     src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency, data_config.tokenizer,
-                                              data_config.vocab_size)
+                                              data_config.vocab_size, data_config.shared_vocabulary)
     train, validation = (encode_pairs(pairs, src, tgt, data_config.max_len, data_config.length_policy)
                          for pairs in (splits.train, splits.validation))
     if len(train) == 0:
@@ -73,8 +73,7 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
     summary = [f"data: {splits.source}",
                f"pairs: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
                f"training pairs: {train.report()}",
-               f"vocabularies ({_kind(src)}, + 4 special tokens): {src.vocab_size:,} {splits.src_language}, "
-               f"{tgt.vocab_size:,} {splits.tgt_language}; {unknown / max(total, 1):.1%} of the validation "
+               f"{_vocabularies(data_config, src, tgt)}; {unknown / max(total, 1):.1%} of the validation "
                f"{splits.src_language} tokens are [UNK]"]
     return PreparedData(splits, (src, tgt), train, validation if len(validation) else None, summary)
 
@@ -97,7 +96,7 @@ def _prepare_texts(data_config, cache_dir, tokenizers):
     summary = [f"data: {splits.source}",
                f"texts: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
                f"training sequences: {train.report()}",
-               f"vocabulary ({_kind(tokenizer)}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
+               f"vocabulary ({KIND_NAMES[tokenizer.kind]}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
                f"{unknown / max(total, 1):.1%} of the validation tokens are [UNK]"]
     return PreparedData(splits, (tokenizer,), train, validation if len(validation) else None, summary)
 
@@ -107,8 +106,17 @@ def _split_sources(data_config):
     return {name: getattr(data_config, name) for name in ("dataset_config", "validation_file", "test_file")}
 
 
-def _kind(tokenizer):
-    return "words seen at least twice in training" if tokenizer.kind == "word" else "byte-level BPE: bytes and merges"
+KIND_NAMES = {"word": "words seen at least twice in training", "bpe": "byte-level BPE: bytes and merges",
+              "wordpiece": "WordPiece: words and ##-pieces", "unigram": "unigram: ▁-pieces"}
+
+
+def _vocabularies(data_config, src, tgt):
+    """The summary's words on the translation vocabularies: one per language, or one shared."""
+    if data_config.shared_vocabulary:
+        return (f"vocabulary shared by {src.language} and {tgt.language} ({KIND_NAMES[src.kind]}, + 4 special "
+                f"tokens): {src.vocab_size:,}")
+    return (f"vocabularies ({KIND_NAMES[src.kind]}, + 4 special tokens): {src.vocab_size:,} {src.language}, "
+            f"{tgt.vocab_size:,} {tgt.language}")
 
 
 def _check_splits(data_config, splits, unit):
