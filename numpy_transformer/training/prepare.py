@@ -114,7 +114,7 @@ def _vocabularies(data_config, src, tgt):
     """The summary's words on the translation vocabularies: one per language, or one shared."""
     if data_config.shared_vocabulary:
         return (f"vocabulary shared by {src.language} and {tgt.language} ({KIND_NAMES[src.kind]}, + 4 special "
-                f"tokens): {src.vocab_size:,}")
+                f"tokens): {src.vocab_size:,} entries")
     return (f"vocabularies ({KIND_NAMES[src.kind]}, + 4 special tokens): {src.vocab_size:,} {src.language}, "
             f"{tgt.vocab_size:,} {tgt.language}")
 
