@@ -39,17 +39,18 @@ def complete(model, tokenizer, prompts, rng, max_new_tokens=30, temperature=1.0,
         ids = prompt_ids(tokenizer, prompt, model.config.max_len)
         room = min(max_new_tokens, model.config.max_len - len(ids))
         (sequence,) = generate(model, np.asarray([ids]), room, rng, temperature, top_k, top_p, tokenizer.eos_id)
-        texts.append(prompt + continuation_text(tokenizer, sequence[len(ids):]))
+        texts.append(prompt + continuation_text(tokenizer, sequence[len(ids):], ids))
     return texts
 
 
-def continuation_text(tokenizer, ids):
-    """What the new tokens add to the prompt as written: byte-level BPE tokens carry their own
-    spaces; words are joined by spaces after one that separates them from the prompt."""
-    text = tokenizer.decode(ids)
-    if tokenizer.kind != "word" or not text:
-        return text
-    return " " + tokenizer.detokenize(ids)
+def continuation_text(tokenizer, ids, prompt_ids=()):
+    """What the new tokens `ids` add to the prompt as written. Word-level tokens are words,
+    joined by spaces after one that separates them from the prompt; subword tokens are decoded
+    after the prompt's `prompt_ids`, which decides whether the first starts a new word (a BPE
+    `Ġ`, a unigram `▁`, a WordPiece piece without `##`) or continues the prompt's last one."""
+    if tokenizer.kind == "word":
+        return " " + tokenizer.detokenize(ids) if tokenizer.decode(ids) else ""
+    return tokenizer.decode([*prompt_ids, *ids])[len(tokenizer.decode(prompt_ids)):]
 
 
 def fill_mask(model, tokenizer, text, top_k=5):

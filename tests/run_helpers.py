@@ -4,6 +4,8 @@ import contextlib
 import io
 import json
 import re
+import shutil
+import time
 
 import numpy as np
 
@@ -63,3 +65,46 @@ def assert_clear_error(status, err, message, absent_folder=None):
     assert re.search(message, err), err
     if absent_folder is not None:
         assert not absent_folder.exists()
+
+
+def fake_cached_dataset(cache_dir, name, config, splits):
+    """Write the splits ({split: rows}, rows as dicts) of a Hub dataset `owner/name` where
+    `datasets` keeps a downloaded one: <cache>/<owner>___<name>/<config>/<version>/<hash>/ with
+    its Arrow files, so that it loads offline as the cached copy."""
+    import datasets
+
+    files = {}
+    for split, rows in splits.items():
+        files[split] = cache_dir.parent / f"{split}.jsonl"
+        files[split].write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    build = cache_dir.parent / "build"
+    datasets.load_dataset("json", data_files={split: str(path) for split, path in files.items()}, cache_dir=str(build))
+    (built,) = [p for p in (build / "json").glob("*/*/*") if p.is_dir()]
+    owner, short = name.split("/")
+    target = cache_dir / f"{owner}___{short}" / config / "0.0.0" / "0123456789abcdef"
+    target.mkdir(parents=True)
+    for split in splits:
+        shutil.copy(built / f"json-{split}.arrow", target / f"{short}-{split}.arrow")
+    info = json.loads((built / "dataset_info.json").read_text())
+    info.update(builder_name=short, dataset_name=short, config_name=config)
+    for split in info["splits"].values():
+        split["dataset_name"] = short
+    (target / "dataset_info.json").write_text(json.dumps(info))
+
+
+def assert_unavailable_at_once(load, start, hints):
+    """`load()` raises DataUnavailableError within seconds, its message starting with `start`
+    and holding every one of `hints` (the ways on)."""
+    from numpy_transformer.data import DataUnavailableError
+
+    began = time.perf_counter()
+    try:
+        load()
+    except DataUnavailableError as error:
+        message = str(error)
+    else:
+        raise AssertionError("no DataUnavailableError")
+    assert time.perf_counter() - began < 10
+    assert message.startswith(start), message
+    for hint in hints:
+        assert hint in message, hint

@@ -152,8 +152,10 @@ def test_a_list_of_rows_works_like_a_dataset():
 def test_the_single_entry_point_routes_by_name(unreachable_hub, tmp_path):
     with pytest.raises(DataUnavailableError):
         load_dataset_splits("opus_books", cache_dir=tmp_path / "cache")
-    with pytest.raises(ValueError, match="unknown dataset 'wikipedia'"):
-        load_dataset_splits("wikipedia")
+    with pytest.raises(DataUnavailableError, match="Cannot load the dataset someone/pairs: "):
+        load_dataset_splits("someone/pairs", cache_dir=tmp_path / "cache")       # any other name: the Hub's
+    with pytest.raises(FileNotFoundError, match=r"\./nowhere/pairs: no such file or folder"):
+        load_dataset_splits("./nowhere/pairs")
     with pytest.raises(ValueError, match="English→Italian only"):
         load_dataset_splits("builtin", pair="de-en")
     assert "synthetic" in load_dataset_splits("builtin", n_pairs=50).source

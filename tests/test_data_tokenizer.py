@@ -110,6 +110,8 @@ def test_tokenizers_are_trained_on_the_training_split_only():
     ("ben - noto", "it", "ben-noto"),
     ("don ' t , Anna ' s book .", "en", "don't, Anna's book."),
     ("I ' m here ; we ' re there .", "en", "I'm here; we're there."),
+    ("„ Ja “ , sagte sie – „ gut “ .", "de", "„Ja“, sagte sie – „gut“."),
+    ("he said “ yes ” and “ no ” .", "en", "he said “yes” and “no”."),
 ])
 def test_detokenize(tokens, language, text):
     assert detokenize(tokens, language) == text
@@ -129,7 +131,7 @@ ENGLISH = ["the man eats the apple .", "the woman reads a long book .", "the tea
 
 
 def test_bpe_spells_any_text_and_decodes_it_back():
-    bpe = WordTokenizer.train_bpe(ENGLISH, "en", vocab_size=300)
+    bpe = WordTokenizer.train_subword(ENGLISH, "en", "bpe", vocab_size=300)
     assert bpe.kind == "bpe" and 260 <= bpe.vocab_size <= 300
     assert [bpe.tokenizer.token_to_id(token) for token in ("[UNK]", "[PAD]", "[SOS]", "[EOS]")] == [0, 1, 2, 3]
     for text in ("the man eats the apple .", "the caté zebra", "naïve 北京 ?"):
@@ -140,32 +142,169 @@ def test_bpe_spells_any_text_and_decodes_it_back():
 
 
 def test_bpe_round_trips_through_a_file(tmp_path):
-    bpe = WordTokenizer.train_bpe(ENGLISH, "en", vocab_size=300)
+    bpe = WordTokenizer.train_subword(ENGLISH, "en", "bpe", vocab_size=300)
     bpe.save(tmp_path / "tokenizer_en.json")
     loaded = WordTokenizer.load(tmp_path / "tokenizer_en.json")
     assert loaded.kind == "bpe" and loaded.encode("the books") == bpe.encode("the books")
 
 
-def test_a_translation_run_trains_and_translates_with_bpe(tmp_path):
+def test_an_unknown_tokenizer_kind_is_refused():
+    from numpy_transformer.training.configs import DataConfig
+
+    with pytest.raises(ValueError, match=r"tokenizer must be one of \('word', 'bpe', 'wordpiece', 'unigram'\), "
+                                         r"got 'char'"):
+        DataConfig(tokenizer="char")
+    with pytest.raises(ValueError, match="vocab_size must be an integer ≥ 260"):
+        DataConfig(tokenizer="bpe", vocab_size=100)
+    with pytest.raises(ValueError, match="shared_vocabulary is for translation"):
+        DataConfig(task="lm", shared_vocabulary=True)
+    with pytest.raises(ValueError, match="shared_vocabulary must be true or false, got 'yes'"):
+        DataConfig(shared_vocabulary="yes")
+
+
+# Subword kinds (`--tokenizer bpe|wordpiece|unigram`) and shared vocabularies.
+
+REAL_LOOKING = {
+    "en": ["A man in an orange hat, staring at something.", "Don't touch the café's crème brûlée!",
+           "It's 3.5 km (about 2 miles) from here, isn't it?", 'She said "yes" -- then she left.',
+           "Two dogs play in the snow; one wears a well-known red collar."],
+    "de": ["Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.", "Fass die Crème brûlée im Café nicht an!",
+           "Es sind 3,5 km (etwa 2 Meilen) von hier, nicht wahr?", "„Ja“, sagte sie – dann ging sie.",
+           "Zwei Hunde spielen im Schnee an der Straßenbahnhaltestelle."],
+    "it": ["L'uomo beve dell'acqua, poi un po' di vino!", "Perché non è venuto all'università?"],
+}
+SUBWORD_KINDS = ("bpe", "wordpiece", "unigram")
+
+
+def subword_tokenizer(kind, language, vocab_size=400):
+    return WordTokenizer.train_subword(REAL_LOOKING[language] * 20, language, kind, vocab_size)
+
+
+@pytest.mark.parametrize("kind", SUBWORD_KINDS)
+@pytest.mark.parametrize("language", ["en", "de", "it"])
+def test_subword_ids_detokenize_to_the_written_sentence(kind, language):
+    tokenizer = subword_tokenizer(kind, language)
+    assert tokenizer.kind == kind
+    for sentence in REAL_LOOKING[language]:
+        ids = tokenizer.encode(sentence)
+        assert tokenizer.unk_id not in ids
+        assert tokenizer.decode(ids) == sentence and tokenizer.detokenize(ids) == sentence
+
+
+def test_wordpiece_marks_continuations_and_unigram_word_starts_but_decoding_drops_the_marks():
+    wordpiece, unigram = subword_tokenizer("wordpiece", "de", 300), subword_tokenizer("unigram", "de", 300)
+    sentence = "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt."
+    assert any(token.startswith("##") for token in wordpiece.tokens("Hundehut"))        # a new compound
+    assert unigram.tokens(sentence)[0].startswith("▁")
+    for tokenizer in (wordpiece, unigram):
+        decoded = tokenizer.decode(tokenizer.encode(sentence))
+        assert "##" not in decoded and "▁" not in decoded and decoded == sentence
+
+
+def test_a_wordpiece_continuation_that_comes_first_loses_its_mark_too():
+    tokenizer = subword_tokenizer("wordpiece", "de", 300)
+    continuation = next(i for token, i in tokenizer.tokenizer.get_vocab().items() if token.startswith("##"))
+    text = tokenizer.decode([tokenizer.sos_id, continuation, *tokenizer.encode("Hut")])
+    assert "#" not in text and text.endswith(" Hut")
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "unigram"])
+def test_wordpiece_and_unigram_entries_are_numbered_in_a_fixed_order(kind):
+    tokenizer = subword_tokenizer(kind, "de", 300)
+    entries = [tokenizer.tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
+    assert entries[:4] == list(SPECIAL_TOKENS) and entries[4:] == sorted(entries[4:])
+
+
+@pytest.mark.parametrize("kind, unknown", [("wordpiece", ["北京,"]), ("unigram", ["北京"]), ("bpe", [])])
+def test_unknown_pieces_are_words_or_characters_never_seen(kind, unknown):
+    tokenizer = subword_tokenizer(kind, "en")
+    assert tokenizer.unknown_words("A man in 北京, staring.") == unknown
+
+
+@pytest.mark.parametrize("kind", SUBWORD_KINDS)
+def test_every_kind_has_the_special_tokens_first_and_round_trips_through_a_file(tmp_path, kind):
+    from numpy_transformer.data import train_text_tokenizer
+
+    tokenizer = train_text_tokenizer(REAL_LOOKING["en"] * 20, "en", kind=kind, vocab_size=300)
+    names = ("[UNK]", "[PAD]", "[SOS]", "[EOS]", "[CLS]", "[SEP]", "[MASK]")
+    assert [tokenizer.tokenizer.id_to_token(i) for i in range(7)] == list(names)
+    assert tokenizer.encode("a [MASK] .").count(tokenizer.mask_id) == 1
+    tokenizer.save(tmp_path / "tokenizer_en.json")
+    loaded = WordTokenizer.load(tmp_path / "tokenizer_en.json")
+    assert loaded.kind == kind and loaded.mask_id == 6
+    for sentence in REAL_LOOKING["en"]:
+        assert loaded.encode(sentence) == tokenizer.encode(sentence)
+
+
+def german_english_splits():
+    from numpy_transformer.data import DataSplits, Pair
+
+    pairs = [Pair(en, de) for en, de in zip(REAL_LOOKING["en"], REAL_LOOKING["de"])] * 20
+    return DataSplits(pairs, pairs[:2], pairs[:2], "test pairs", "en", "de")
+
+
+@pytest.mark.parametrize("kind", ["word", *SUBWORD_KINDS])
+def test_a_shared_vocabulary_is_one_tokenizer_for_both_languages(tmp_path, kind):
+    source, target = train_tokenizers(german_english_splits(), kind=kind, vocab_size=400, shared=True)
+    assert (source.language, target.language) == ("en", "de")
+    assert source.vocab_size == target.vocab_size and source.encode("Café") == target.encode("Café")
+    english_only, _ = train_tokenizers(german_english_splits(), kind=kind, vocab_size=400)
+    assert source.token(source.encode("dann ging sie")[-1]) == "sie"          # a German word, in the source's
+    assert english_only.token(english_only.encode("dann ging sie")[-1]) != "sie"
+    save_tokenizers(tmp_path, source, target)
+    loaded_source, loaded_target = load_tokenizers(tmp_path, "en", "de")
+    assert loaded_source.tokenizer.to_str() == loaded_target.tokenizer.to_str()
+
+
+@pytest.mark.parametrize("kind", ["word", *SUBWORD_KINDS])
+def test_scores_are_computed_on_detokenized_text(monkeypatch, kind):
+    """A decoder that returns the reference's own token ids scores BLEU 100: the hypotheses are
+    the written references again, with no `##`, `▁` or spaces before punctuation."""
+    import numpy_transformer.training.evaluation as evaluation
+    from numpy_transformer.data import encode_pairs
+
+    splits = german_english_splits()
+    source, target = train_tokenizers(splits, min_frequency=1, kind=kind, vocab_size=400)
+    test = splits.train[:5]
+    references = encode_pairs(test, source, target, max_len=64).tgt
+    monkeypatch.setattr(evaluation, "decode_ids", lambda model, sources, *rest: references)
+    monkeypatch.setattr(evaluation, "mean_cross_entropy", lambda *arguments: 1.0)
+    result = evaluation.evaluate_pairs(None, source, target, test, max_len=64, beam_size=1)
+    assert result.greedy == [pair.tgt for pair in test] == result.references
+    assert result.greedy_scores.bleu == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("kind, shared", [("bpe", False), ("wordpiece", False), ("unigram", False),
+                                         ("wordpiece", True), ("word", True)])
+def test_a_translation_run_trains_saves_reloads_and_translates_with_each_kind(tmp_path, kind, shared):
     from numpy_transformer.training.checkpoint import load_checkpoint
     from numpy_transformer.training.run import Run
     from numpy_transformer.translation import translate
     from run_helpers import tiny_configs
 
-    with Run.new(tmp_path / "run", *tiny_configs(data={"tokenizer": "bpe", "vocab_size": 300},
-                                                 training={"steps": 3}), report=None) as run:
+    sentences = ["the cat sleeps .", "the teachers read a long book ."]
+    configs = tiny_configs(data={"tokenizer": kind, "vocab_size": 300, "shared_vocabulary": shared},
+                           training={"steps": 3})
+    with Run.new(tmp_path / "run", *configs, report=None) as run:
         run.train()
-        assert run.data.src_tokenizer.kind == run.data.tgt_tokenizer.kind == "bpe"
+        assert run.data.src_tokenizer.kind == run.data.tgt_tokenizer.kind == kind
+        assert (run.data.src_tokenizer.tokenizer is run.data.tgt_tokenizer.tokenizer) == shared
+        before = translate(run.model, run.data.src_tokenizer, run.data.tgt_tokenizer, sentences)
     checkpoint = load_checkpoint(tmp_path / "run")
-    assert checkpoint.data_config.tokenizer == "bpe" and checkpoint.src_tokenizer.kind == "bpe"
-    [output] = translate(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, ["the cat sleeps ."])
-    assert isinstance(output, str)
+    assert checkpoint.data_config.tokenizer == kind and checkpoint.data_config.shared_vocabulary == shared
+    assert checkpoint.src_tokenizer.kind == kind
+    assert checkpoint.src_tokenizer.encode(sentences[1]) == run.data.src_tokenizer.encode(sentences[1])
+    after = translate(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, sentences)
+    assert after == before and not any("##" in text or "▁" in text for text in after)
 
 
-def test_an_unknown_tokenizer_kind_is_refused():
-    from numpy_transformer.training.configs import DataConfig
+@pytest.mark.parametrize("kind", SUBWORD_KINDS)
+def test_a_continuation_is_written_after_its_prompt_as_the_whole_decodes(kind):
+    from numpy_transformer.completion import continuation_text
+    from numpy_transformer.data import train_text_tokenizer
 
-    with pytest.raises(ValueError, match=r"tokenizer must be one of \('word', 'bpe'\), got 'char'"):
-        DataConfig(tokenizer="char")
-    with pytest.raises(ValueError, match="vocab_size must be an integer ≥ 260"):
-        DataConfig(tokenizer="bpe", vocab_size=100)
+    tokenizer = train_text_tokenizer(REAL_LOOKING["de"] * 20, "de", kind=kind, vocab_size=300)
+    ids = [tokenizer.sos_id] + tokenizer.encode("Zwei Schneehunde spielen im Hut, der Schnee.")
+    for cut in range(1, len(ids)):
+        prompt = tokenizer.decode(ids[:cut])
+        assert prompt + continuation_text(tokenizer, ids[cut:], ids[:cut]) == "Zwei Schneehunde spielen im Hut, der Schnee."

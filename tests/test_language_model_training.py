@@ -210,14 +210,26 @@ def test_a_task_picks_its_preset_and_a_preset_of_another_task_is_refused(tmp_pat
     assert_clear_error(status, err, "language is a language model's", tmp_path / "run")
 
 
-def test_a_byte_level_bpe_language_model_trains_and_generates(tmp_path):
-    directory = tmp_path / "bpe"
-    status, out, err = run_main(["train", "--task", "lm", "--language", "it", "--tokenizer", "bpe", "--vocab-size",
+@pytest.mark.parametrize("kind, name", [("bpe", "byte-level BPE"), ("wordpiece", "WordPiece"), ("unigram", "unigram")])
+def test_a_subword_language_model_trains_and_generates(tmp_path, kind, name):
+    directory = tmp_path / kind
+    status, out, err = run_main(["train", "--task", "lm", "--language", "it", "--tokenizer", kind, "--vocab-size",
                                  "300", "--out", directory, *TINY_LM])
     assert status == 0, err
-    assert "byte-level BPE" in out and "its it side" in out
+    assert f"vocabulary ({name}" in out and "its it side" in out
     status, out, _ = run_main(["generate", "--checkpoint", directory, "--max-new-tokens", "5", "--seed", "3", "il"])
-    assert status == 0 and out.startswith("il")
+    assert status == 0 and out.startswith("il") and "##" not in out and "▁" not in out
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "unigram"])
+def test_a_subword_masked_language_model_fills_a_mask(tmp_path, kind):
+    directory = tmp_path / kind
+    status, _, err = run_main(["train", "--task", "mlm", "--tokenizer", kind, "--vocab-size", "300", "--out", directory,
+                               *TINY_LM])
+    assert status == 0, err
+    status, out, err = run_main(["fill-mask", "--checkpoint", directory, "the [MASK] reads a book ."])
+    assert status == 0, err
+    assert len(out.splitlines()) >= 1 and all(len(line.split("\t")) == 2 for line in out.splitlines())
 
 
 def test_a_text_file_trains_a_language_model(tmp_path):

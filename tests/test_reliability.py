@@ -147,6 +147,23 @@ def test_evaluate_and_resume_refuse_a_changed_corpus_file(tmp_path):
         assert status == 1 and "not the data this run was trained on" in one_error_line(err)
 
 
+def test_a_run_on_official_splits_saves_every_file_and_refuses_a_changed_validation_file(tmp_path):
+    write_opus_jsonl(tmp_path / "train.jsonl", written_pairs(120))
+    write_opus_jsonl(tmp_path / "val.jsonl", written_pairs(12, seed=2))
+    folder = tmp_path / "run"
+    status, out, err = run_main(["train", "--out", folder, "--dataset", "train.jsonl", "--validation-file",
+                                 "val.jsonl", "--steps", "5", *TINY], cwd=tmp_path)
+    assert status == 0, err
+    assert (f"data: local files: train: train.jsonl (114 pairs), validation: val.jsonl (12 pairs), test: carved "
+            f"from train (6 pairs)") in out
+    saved = json.loads((folder / "data.json").read_text())
+    assert (saved["dataset"], saved["validation_file"]) == (str(tmp_path / "train.jsonl"), str(tmp_path / "val.jsonl"))
+    assert run_main(["evaluate", "--checkpoint", folder, "--beam", "1"])[0] == 0       # from another folder
+    write_opus_jsonl(tmp_path / "val.jsonl", written_pairs(12, seed=3))
+    status, _, err = run_main(["evaluate", "--checkpoint", folder, "--beam", "1"])
+    assert status == 1 and "not the data this run was trained on" in one_error_line(err)
+
+
 def test_evaluate_finds_the_corpus_from_another_working_folder(tmp_path):
     corpus = tmp_path / "pairs.jsonl"
     write_opus_jsonl(corpus, written_pairs(120))

@@ -1,6 +1,7 @@
 """`numpy-transformer train`: train a model, then evaluate it on the test split.
 
-    numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE] [flags]
+    numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE|DIR|HUB_NAME] [flags]
+    numpy-transformer train --dataset train.jsonl --validation-file val.jsonl [--test-file test.jsonl] [flags]
     numpy-transformer train --task lm|mlm [--dataset builtin|FILE.txt|HUB_NAME] [--language xx] [flags]
     numpy-transformer train --out DIR --resume [--steps N]
 
@@ -59,10 +60,18 @@ TRAINING_FLAGS = [
                                       "master weights and Adam, dynamic loss scaling"),
 ]
 DATA_FLAGS = [
-    ("--dataset", "dataset", str, "builtin (synthetic, offline; the default), opus_books, or a .jsonl/.csv/.tsv/"
-                                  ".parquet file of pairs; for --task lm|mlm also a .txt file (one text per line) "
-                                  "or a Hugging Face dataset with a 'text' column"),
-    ("--dataset-config", "dataset_config", str, "the configuration of a Hugging Face dataset (wikitext-2-raw-v1)"),
+    ("--dataset", "dataset", str, "builtin (synthetic, offline; the default), opus_books, a .jsonl/.json/.csv/"
+                                  ".tsv/.parquet file of pairs (split 90/5/5 unless --validation-file/--test-file "
+                                  "give its official splits), a folder of train.*, validation.* (val, valid, dev) "
+                                  "and test.* files, or a Hugging Face dataset with a translation column or one "
+                                  "column per language (its own splits); for --task lm|mlm also .txt files (one "
+                                  "text per line) or a Hugging Face dataset with a 'text' column"),
+    ("--validation-file", "validation_file", str, "the official validation split of the --dataset file (without "
+                                                  "it: 5%% of the training file)"),
+    ("--test-file", "test_file", str, "the official test split of the --dataset file (without it: 5%% of the "
+                                      "training file)"),
+    ("--dataset-config", "dataset_config", str, "the configuration of a Hugging Face dataset (wikitext-2-raw-v1, "
+                                                "iwslt2017-en-de)"),
     ("--pair", "pair", str, "source-target languages (default en-it)"),
     ("--language", "language", str, "a language model's language: the side of a parallel corpus it reads "
                                     "(default: the pair's source, en)"),
@@ -73,8 +82,9 @@ DATA_FLAGS = [
     ("--max-len", "max_len", int, "longest sentence in tokens, [SOS]/[EOS] included"),
     ("--length-policy", "length_policy", str, "longer pairs: drop (default) or truncate; longer texts also split"),
     ("--min-frequency", "min_frequency", int, "a word enters the vocabulary when seen this often (default 2)"),
-    ("--tokenizer", "tokenizer", str, "word (the thesis's word-level vocabulary, the default) or bpe (byte-level BPE)"),
-    ("--vocab-size", "vocab_size", int, "entries of each BPE vocabulary (default 8000)"),
+    ("--tokenizer", "tokenizer", str, "word (the thesis's word-level vocabulary, the default), or subwords: bpe "
+                                      "(byte-level BPE), wordpiece (BERT's) or unigram (SentencePiece's)"),
+    ("--vocab-size", "vocab_size", int, "entries of each subword vocabulary (default 8000)"),
 ]
 
 
@@ -97,7 +107,7 @@ def add_parser(commands):
         group = train.add_argument_group(f"{name} (override the preset)")
         for flag, field, kind, text in flags:
             group.add_argument(flag, dest=f"{name}.{field}", type=kind, help=text, metavar=field.upper())
-    special = train.add_argument_group("model and training: more")
+    special = train.add_argument_group("model, training and data: more")
     special.add_argument("--layers", type=int, help="encoder and decoder layers (both), or a language model's layers")
     special.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction, dest="model.tie_embeddings",
                          help="the output projection is the target embedding transposed")
@@ -106,6 +116,9 @@ def add_parser(commands):
     special.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction,
                          dest="model.gradient_checkpointing",
                          help="recompute the layers' activations in backward (√L segments): less memory, more time")
+    special.add_argument("--shared-vocabulary", action=argparse.BooleanOptionalAction, dest="data.shared_vocabulary",
+                         help="translation: one tokenizer trained on both languages, for source and target (default: "
+                              "one per language)")
     special.add_argument("--lr", type=float, help="a constant learning rate (the thesis's runs: 1e-4)")
     special.add_argument("--warmup", type=int, metavar="STEPS",
                          help="the warm-up schedule d^-0.5·min(t^-0.5, t·STEPS^-1.5) (the default preset's)")

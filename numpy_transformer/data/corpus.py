@@ -10,6 +10,8 @@ import numpy as np
 
 SPLIT_FRACTIONS = (0.90, 0.05, 0.05)      # train, validation, test
 SUBSET_MODES = ("first", "random")
+SPLITS = ("train", "validation", "test")
+HELD_OUT = SPLITS[1:]
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,43 @@ def subset_indices(n, subset=None, mode="first", seed=0):
 
 def make_splits(pairs, source, subset=None, subset_mode="first", seed=0, fractions=SPLIT_FRACTIONS,
                 languages=("en", "it")):
-    """Subset, then split: the one path every corpus goes through."""
-    kept = subset_indices(len(pairs), subset, subset_mode, seed)
-    train, validation, test = split_pairs([pairs[i] for i in kept], seed, fractions)
+    """Subset, then split: the one path every corpus without its own splits goes through."""
+    parts = complete_splits({"train": pairs}, seed, fractions, subset, subset_mode)
     if subset is not None:
         source += f", subset: {subset_mode} {subset} of {len(pairs)} pairs"
-    return DataSplits(train, validation, test, source, *languages)
+    return DataSplits(*parts.values(), source, *languages)
+
+
+def complete_splits(given, seed=0, fractions=SPLIT_FRACTIONS, subset=None, subset_mode="first"):
+    """{"train", "validation", "test": list} from the splits a corpus comes with (`given` maps
+    "train" and any of "validation" and "test" to their items): the subset is taken from the
+    training split, and each held-out split the corpus lacks is carved from what remains by
+    the seeded split (`split_pairs`); the carved part of a split it has goes back to training."""
+    train = given["train"]
+    kept = [train[i] for i in subset_indices(len(train), subset, subset_mode, seed)]
+    carved = dict(zip(SPLITS, split_pairs(kept, seed, fractions)))
+    parts = {"train": carved["train"]}
+    for split in HELD_OUT:
+        if given.get(split) is None:
+            parts[split] = carved[split]
+        else:
+            parts["train"] += carved[split]
+            parts[split] = given[split]
+    return parts
+
+
+def describe_splits(what, origins, parts, unit, subset=None, subset_mode="first"):
+    """The `source` line of a corpus with its own splits: `what` (the corpus), then where each
+    split comes from (`origins`: split → a file or "its own"; a split absent there was carved
+    from training) and its size; and the subset, if any."""
+    described = ", ".join(f"{split}: {origins.get(split) or 'carved from train'} ({_count(len(parts[split]), unit)})"
+                          for split in SPLITS)
+    return f"{what}: {described}" + (f", subset of train: {subset_mode} {subset}" if subset is not None else "")
+
+
+def _count(n, unit):
+    """`1,014 pairs`, `1 pair`: unit is a plural in s."""
+    return f"{n:,} {unit if n != 1 else unit[:-1]}"
 
 
 def _check_fractions(fractions):

@@ -17,6 +17,7 @@ Rules, in order:
 | . , ; : ! ? % ) ] } » …                          |                         |                       |
 | no space after opening punctuation ( [ { « ¿ ¡   | `( nota )`, `« ciao »`  | `(nota)`, `«ciao»`    |
 | straight double quotes alternate open / close    | `" ciao " , disse`      | `"ciao", disse`       |
+| curly and low double quotes pair up              | `„ Ja “`, `“ yes ”`     | `„Ja“`, `“yes”`       |
 | decimal point and thousands separator            | `3 . 5`, `1 , 000`      | `3.5`, `1,000`        |
 | a lone hyphen between two words                  | `ben - noto`            | `ben-noto`            |
 
@@ -34,6 +35,7 @@ BEFORE_CLOSING = re.compile(r"\s+(?=[.,;:!?%)\]}»…])")
 AFTER_OPENING = re.compile(r"(?<=[(\[{«¿¡])\s+")
 NUMBER = re.compile(r"(?<=\d)([.,]) (?=\d)")
 HYPHEN = re.compile(r"(?<=\w) - (?=\w)")
+CURLY_QUOTED = re.compile(r"([„“]) ?([^„“”]+?) ?([“”])")       # German „…“, English “…”
 
 
 def detokenize(text, language="it"):
@@ -46,6 +48,7 @@ def detokenize(text, language="it"):
         text = CONTRACTION.sub(r"\1\2\3", text)
     text = AFTER_OPENING.sub("", BEFORE_CLOSING.sub("", text))
     text = NUMBER.sub(r"\1", text)
+    text = CURLY_QUOTED.sub(r"\1\2\3", text)
     return _pair_double_quotes(HYPHEN.sub("-", text))
 
 

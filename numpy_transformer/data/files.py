@@ -10,50 +10,62 @@ Two layouts are accepted, for a language pair such as en-it:
                  Hello.<TAB>Ciao.
 
 A file that is empty, cannot be parsed, lacks the columns, or has a row without text gives one
-`ValueError` naming the file and the problem.
+`ValueError` naming the file and the problem. A file alone is split 90/5/5; separate validation
+and test files, or a folder of them, are the corpus's own splits (`official.py`).
 """
 from pathlib import Path
 
-from numpy_transformer.data.corpus import SPLIT_FRACTIONS, Pair, make_splits
+from numpy_transformer.data.corpus import SPLIT_FRACTIONS, DataSplits, Pair
+from numpy_transformer.data.official import local_splits, split_files
 
 FORMATS = {".jsonl": ("json", {}), ".json": ("json", {}), ".csv": ("csv", {}),
            ".tsv": ("csv", {"delimiter": "\t"}), ".parquet": ("parquet", {})}
 
 
-def is_data_file(name):
-    """True if `name` has the suffix of a format this module reads."""
-    return Path(str(name)).suffix.lower() in FORMATS
-
-
 def load_pairs_file(path, languages=("en", "it"), cache_dir=None):
     """The sentence pairs of a local file (a list of `Pair`), in file order."""
     path = Path(path)
-    table = _read(path, cache_dir)
-    source, target = languages
-    if "translation" in table.column_names:
-        _check_translation_languages(path, table, languages)
-        rows = ((row.get(source), row.get(target)) if isinstance(row, dict) else (None, None)
-                for row in table["translation"])
-    elif source in table.column_names and target in table.column_names:
-        rows = zip(table[source], table[target])
-    else:
-        raise ValueError(f"{path}: expected a 'translation' column holding {{{source!r}, {target!r}}} or two "
-                         f"columns {source!r} and {target!r}; found columns {table.column_names}")
+    rows = table_rows(_read(path, cache_dir), languages, path)
     return [_pair(path, number, texts, languages) for number, texts in enumerate(rows, start=1)]
 
 
+def table_rows(table, languages, where):
+    """The (source, target) texts of each row of a `datasets.Dataset` in one of the two layouts
+    of the module docstring (None where a row lacks one); a ValueError naming `where` and the
+    columns found when the table has neither layout."""
+    source, target = languages
+    if "translation" in table.column_names:
+        _check_translation_languages(where, table, languages)
+        return [(row.get(source), row.get(target)) if isinstance(row, dict) else (None, None)
+                for row in table["translation"]]
+    if source in table.column_names and target in table.column_names:
+        return list(zip(table[source], table[target]))
+    raise ValueError(f"{where}: expected a 'translation' column holding {{{source!r}, {target!r}}} or two "
+                     f"columns {source!r} and {target!r}; found columns {table.column_names}")
+
+
+def hub_pairs(table, languages, where):
+    """The pairs of a Hub dataset's table whose two texts are not blank (unlike a local file,
+    the user cannot mend a Hub dataset's rows, so the incomplete ones are skipped)."""
+    return [Pair(*texts) for texts in table_rows(table, languages, where)
+            if all(isinstance(text, str) and text.strip() for text in texts)]
+
+
 def file_splits(path, languages=("en", "it"), subset=None, subset_mode="first", seed=0,
-                fractions=SPLIT_FRACTIONS, cache_dir=None):
-    """A local file's pairs split (seeded) into train, validation and test (a `DataSplits`)."""
-    pairs = load_pairs_file(path, languages, cache_dir)
-    return make_splits(pairs, f"local file {Path(path)} ({len(pairs)} pairs)", subset, subset_mode, seed, fractions,
-                       languages)
+                fractions=SPLIT_FRACTIONS, cache_dir=None, validation_file=None, test_file=None):
+    """A local corpus as a `DataSplits`: one file of pairs split (seeded) 90/5/5, or its own
+    splits: `path` with separate validation and test files, or a folder of them
+    (`official.split_files`; a split it lacks is carved from training)."""
+    files = split_files(path, FORMATS, validation_file, test_file)
+    parts, source = local_splits(files, lambda file: load_pairs_file(file, languages, cache_dir), "local file",
+                                 "pairs", seed, fractions, subset, subset_mode)
+    return DataSplits(*parts.values(), source, *languages)
 
 
 def _read(path, cache_dir):
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    if not is_data_file(path):
+    if path.suffix.lower() not in FORMATS:
         raise ValueError(f"{path}: unknown format {path.suffix!r}; use one of {', '.join(FORMATS)}")
     if path.stat().st_size == 0:
         raise ValueError(f"{path}: the file is empty")

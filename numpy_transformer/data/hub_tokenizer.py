@@ -49,9 +49,3 @@ class HubTokenizer(TextTokenizer):
             roles.update({role: value["content"] if isinstance(value, dict) else value
                           for role, value in saved.items() if role in roles})
         return cls(Tokenizer.from_file(str(path)), roles)
-
-    @property
-    def kind(self):
-        """"bpe" (GPT-2's byte-level BPE), "wordpiece" (BERT's) or "word" (a word-level model
-        exported from this project)."""
-        return {"BPE": "bpe", "WordPiece": "wordpiece", "WordLevel": "word"}[type(self.tokenizer.model).__name__]

@@ -5,6 +5,7 @@ Where the texts come from (`numpy_transformer.data.load_text_splits` chooses):
 - one side of a parallel corpus (`side_of`): the built-in corpus ("en" or "it", split exactly
   as its pairs are), opus_books, or a file of pairs;
 - a .txt file (`text_file_splits`): one text per line, blank lines skipped, split 90/5/5;
+  or separate train / validation / test .txt files, or a folder of them (`official.py`);
 - a Hugging Face dataset by name (`hub_text_splits`): its "text" column, with its own
   validation and test splits where it has them.
 
@@ -23,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from numpy_transformer.data.batching import pad
-from numpy_transformer.data.corpus import SPLIT_FRACTIONS, split_pairs, subset_indices
+from numpy_transformer.data.corpus import SPLIT_FRACTIONS
 from numpy_transformer.data.files import check_utf8
-from numpy_transformer.data.hub import load_hub_dataset
+from numpy_transformer.data.official import hub_splits, local_splits, split_files
 
 FRAMINGS = {"causal": 1, "masked": 2}      # framing → the positions its special tokens take in the model
 POLICIES = ("drop", "truncate", "split")
@@ -56,20 +57,29 @@ def side_of(splits, language):
     return TextSplits(*texts, f"{splits.source}; its {language} side", language)
 
 
-def text_file_splits(path, language="en", subset=None, subset_mode="first", seed=0, fractions=SPLIT_FRACTIONS):
-    """The lines of a UTF-8 text file, one text each (blank lines skipped), split (seeded)."""
+def text_file_splits(path, language="en", subset=None, subset_mode="first", seed=0, fractions=SPLIT_FRACTIONS,
+                     validation_file=None, test_file=None):
+    """The lines of UTF-8 text files, one text each (blank lines skipped): one file split
+    (seeded) 90/5/5, or its own splits: `path` with separate validation and test files, or a
+    folder of them (`official.split_files`; a split it lacks is carved from training)."""
+    files = split_files(path, (TEXT_FILE_SUFFIX,), validation_file, test_file)
+    parts, source = local_splits(files, read_texts, "local text file", "texts", seed, fractions, subset, subset_mode)
+    return TextSplits(*parts.values(), source, language)
+
+
+def read_texts(path):
+    """The non-blank lines of a UTF-8 .txt file, stripped."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    if path.suffix.lower() != TEXT_FILE_SUFFIX:
+        raise ValueError(f"{path}: a language model's text files end in {TEXT_FILE_SUFFIX} (one text per line); "
+                         f"do not mix them with files of pairs")
     check_utf8(path)
     texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not texts:
         raise ValueError(f"{path}: the file has no text (every line is blank)")
-    kept = subset_indices(len(texts), subset, subset_mode, seed)
-    source = f"local text file {path} ({len(texts)} texts)"
-    if subset is not None:
-        source += f", subset: {subset_mode} {subset} of {len(texts)} texts"
-    return TextSplits(*split_pairs([texts[i] for i in kept], seed, fractions), source, language)
+    return texts
 
 
 def hub_text_splits(name, config=None, language="en", subset=None, subset_mode="first", seed=0,
@@ -77,25 +87,17 @@ def hub_text_splits(name, config=None, language="en", subset=None, subset_mode="
     """A Hugging Face dataset's "text" column (blank texts skipped): its own validation and test
     splits where it has them, the rest carved from its training split with the seeded split
     (the subset applies to the training split). DataUnavailableError when offline and not cached."""
-    tables = load_hub_dataset(name, config, cache_dir, what=f"the dataset {name}" + (f" ({config})" if config else ""),
-                              local_hint="--dataset FILE.txt, a UTF-8 text file with one sentence or document per line")
-    if "train" not in tables:
-        raise ValueError(f"the dataset {name} has no 'train' split (it has {', '.join(tables)})")
-    columns = tables["train"].column_names
-    if "text" not in columns:
-        raise ValueError(f"the dataset {name} has no 'text' column (its columns: {columns})")
-    texts = {split: [text for text in table["text"] if text and text.strip()] for split, table in tables.items()}
-    train = [texts["train"][i] for i in subset_indices(len(texts["train"]), subset, subset_mode, seed)]
-    splits = dict(zip(("train", "validation", "test"), split_pairs(train, seed, fractions)))
-    official = {split: texts[split] for split in ("validation", "test") if texts.get(split)}
-    for split in official:               # the dataset has this split: its carved part goes back to training
-        splits["train"] += splits.pop(split)
-    splits.update(official)
-    held_out = ", ".join(f"{split}: {'its own' if split in official else 'carved from train'}"
-                         for split in ("validation", "test"))
-    source = (f"Hugging Face dataset {name}{f' ({config})' if config else ''}: {len(texts['train'])} training texts"
-              f"{f', subset: {subset_mode} {subset}' if subset is not None else ''}; {held_out}")
-    return TextSplits(splits["train"], splits["validation"], splits["test"], source, language)
+    parts, source = hub_splits(name, config, texts_of_table, "texts", cache_dir,
+                               "--dataset FILE.txt, a UTF-8 text file with one sentence or document per line", seed,
+                               fractions, subset, subset_mode)
+    return TextSplits(*parts.values(), source, language)
+
+
+def texts_of_table(table, where):
+    """The non-blank texts of a Hub table's "text" column."""
+    if "text" not in table.column_names:
+        raise ValueError(f"{where} has no 'text' column (its columns: {table.column_names})")
+    return [text for text in table["text"] if text and text.strip()]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Tokenizers of the `tokenizers` library, two kinds (`--tokenizer`):
+"""Tokenizers of the `tokenizers` library, four kinds (`--tokenizer`):
 
 - "word", as in the thesis's experiments (§3.1): the WordLevel model, the Whitespace
   pre-tokenizer (words and runs of punctuation: `l'uomo.` → `l` `'` `uomo` `.`), and a
@@ -6,13 +6,25 @@
   words become [UNK];
 - "bpe", byte-level byte-pair encoding (GPT-2's): every text is bytes, and the vocabulary is
   the 256 bytes and the merges of the most frequent adjacent pieces, up to `vocab_size`
-  entries, so no word is ever unknown and a rare word is spelled in pieces.
+  entries, so no word is ever unknown and a rare word is spelled in pieces;
+- "wordpiece" (BERT's): each space-separated word is spelled with the longest pieces of the
+  vocabulary, the first as it is, the others marked `##` (`Straßenbahn` → `Straßen` `##bahn`,
+  `Hut,` → `Hut` `##,`); merges are chosen by how much more often two pieces occur together
+  than apart; a word with a character never seen is [UNK];
+- "unigram" (SentencePiece's): the vocabulary of `vocab_size` pieces under which the training
+  text is most probable, a piece that starts a word marked `▁` (`▁Straßen` `bahn`); a
+  character never seen is [UNK]. Its trainer has no minimum frequency.
 
-Both have the special tokens [UNK] [PAD] [SOS] [EOS] first (ids 0–3). The tokenizer of a
+Every kind decodes ids back to written text: the subword kinds restore the spaces exactly
+(no `##`, no `▁` left), the word-level one joins words with spaces and `detokenize` repairs
+the punctuation, so BLEU is scored on natural text.
+
+All have the special tokens [UNK] [PAD] [SOS] [EOS] first (ids 0–3). The tokenizer of a
 language model (`train_text_tokenizer`) also has BERT's [CLS] [SEP] [MASK] (ids 4–6).
 
 One tokenizer per language, saved beside the model as `tokenizer_en.json` and
-`tokenizer_it.json`.
+`tokenizer_it.json`; a shared vocabulary (`train_tokenizers(..., shared=True)`) is one
+tokenizer trained on both sides, saved under both names.
 
     >>> en = WordTokenizer.train(["the cat eats .", "the dog eats ."], "en")
     >>> en.encode("the cat eats .")        # `cat` was seen once: [UNK]
@@ -29,7 +41,10 @@ UNK, PAD, SOS, EOS = SPECIAL_TOKENS
 MASKED_LM_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
 CLS, SEP, MASK = MASKED_LM_TOKENS
 MIN_FREQUENCY = 2
-KINDS = ("word", "bpe")
+KINDS = ("word", "bpe", "wordpiece", "unigram")
+SUBWORD_KINDS = KINDS[1:]
+CONTINUATION = "##"            # WordPiece's mark of a piece that continues a word
+MODEL_KINDS = {"WordLevel": "word", "BPE": "bpe", "WordPiece": "wordpiece", "Unigram": "unigram"}
 BYTES = 256                     # the byte-level alphabet every BPE vocabulary starts from
 FILE_NAME = re.compile(r"tokenizer_([A-Za-z_-]+)\.json$")
 
@@ -47,8 +62,11 @@ class TextTokenizer:
 
     def decode(self, ids):
         """The text of `ids`, special tokens dropped ([UNK] too): word-level tokens joined by
-        spaces, byte-level BPE's bytes put back together."""
-        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
+        spaces, byte-level BPE's bytes put back together, WordPiece's `##` pieces joined to the
+        piece before, unigram's `▁` made a space. A WordPiece continuation that comes first
+        (a model may begin with one) loses its `##` too."""
+        text = self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
+        return text.removeprefix(CONTINUATION) if self.kind == "wordpiece" else text
 
     def detokenize(self, ids):
         """Written text from `ids`: `decode`, then the rules of `detokenize` for this language."""
@@ -58,17 +76,23 @@ class TextTokenizer:
     def vocab_size(self):
         return self.tokenizer.get_vocab_size()
 
+    @property
+    def kind(self):
+        """"word", "bpe", "wordpiece" or "unigram": the tokenizer's model (`KINDS`)."""
+        return MODEL_KINDS[type(self.tokenizer.model).__name__]
+
     def token(self, token_id):
         """The written form of one token: `decode` of it alone, spaces trimmed (a BPE token
-        `Ġcat` is `cat`), or the special token's own name ([SEP])."""
+        `Ġcat` is `cat`, a unigram one `▁cat` too; a WordPiece continuation keeps its `##`), or
+        the special token's own name ([SEP])."""
         if token_id in self.special_ids:
             return self.tokenizer.id_to_token(int(token_id))
         return self.tokenizer.decode([int(token_id)]).strip()
 
 
 class WordTokenizer(TextTokenizer):
-    """A `tokenizers.Tokenizer` (a WordLevel or a byte-level BPE model) and the language it is
-    for (which detokenizing rules apply)."""
+    """A `tokenizers.Tokenizer` (a WordLevel, byte-level BPE, WordPiece or unigram model) and the
+    language it is for (which detokenizing rules apply)."""
 
     def __init__(self, tokenizer, language):
         self.tokenizer, self.language = tokenizer, language
@@ -91,27 +115,23 @@ class WordTokenizer(TextTokenizer):
         return cls(tokenizer, language)
 
     @classmethod
-    def train_bpe(cls, sentences, language, vocab_size, min_frequency=MIN_FREQUENCY, special_tokens=SPECIAL_TOKENS):
-        """Learn byte-level BPE merges from an iterable of sentences until the vocabulary has
-        `vocab_size` entries (the special tokens and the 256 bytes included), merging pairs
-        seen at least `min_frequency` times. [MASK] takes the space before it (as RoBERTa's
-        mask does): in `the [MASK] sat` it stands for the token `Ġcat`, space included."""
-        from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    def train_subword(cls, sentences, language, kind, vocab_size, min_frequency=MIN_FREQUENCY,
+                      special_tokens=SPECIAL_TOKENS):
+        """Learn a subword vocabulary of `kind` ("bpe", "wordpiece" or "unigram", the module
+        docstring) from an iterable of sentences, up to `vocab_size` entries (the special tokens
+        included), merging pieces seen at least `min_frequency` times (BPE, WordPiece).
+        [MASK] takes the space before it (as RoBERTa's mask does): in `the [MASK] sat` it stands
+        for a word's first piece, the space that starts it included."""
+        from tokenizers import AddedToken, Tokenizer
 
-        tokenizer = Tokenizer(models.BPE(unk_token=UNK))
-        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                      special_tokens=[AddedToken(token, lstrip=token == MASK, special=True)
-                                                      for token in special_tokens], show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        if kind not in SUBWORD_KINDS:
+            raise ValueError(f"the subword kind must be one of {SUBWORD_KINDS}, got {kind!r}")
+        specials = [AddedToken(token, lstrip=token == MASK, special=True) for token in special_tokens]
+        model, pre_tokenizer, decoder, trainer = _subword_parts(kind, vocab_size, min_frequency, specials)
+        tokenizer = Tokenizer(model)
+        tokenizer.pre_tokenizer, tokenizer.decoder = pre_tokenizer, decoder
         tokenizer.train_from_iterator(sentences, trainer=trainer)
-        return cls(tokenizer, language)
-
-    @property
-    def kind(self):
-        """"word" or "bpe"."""
-        return "bpe" if type(self.tokenizer.model).__name__ == "BPE" else "word"
+        return cls(_numbered_in_order(tokenizer, len(special_tokens)), language)
 
     @classmethod
     def load(cls, path, language=None):
@@ -147,12 +167,12 @@ class WordTokenizer(TextTokenizer):
         return [sum(start <= begin for start in starts) - 1 for begin, _ in encoding.offsets]
 
     def unknown_words(self, text):
-        """The words of `text` that are not in the vocabulary (they encode as [UNK]); none for
-        byte-level BPE, which spells any word in bytes."""
-        if self.kind == "bpe":
-            return []
-        pieces = self.tokenizer.pre_tokenizer.pre_tokenize_str(text)
-        return [piece for piece, _ in pieces if self.tokenizer.token_to_id(piece) is None]
+        """The pieces of `text` that encode as [UNK]: words outside a word-level vocabulary, or
+        words (WordPiece) and characters (unigram) never seen in training; none for byte-level
+        BPE, which spells anything in bytes."""
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        return [text[start:end] for token_id, (start, end) in zip(encoding.ids, encoding.offsets)
+                if token_id == self.unk_id]
 
     def count_unknown(self, texts):
         """(unknown tokens, all tokens) over an iterable of texts."""
@@ -203,27 +223,75 @@ def tokenizer_path(directory, language):
     return Path(directory) / f"tokenizer_{language}.json"
 
 
-def train_tokenizers(splits, min_frequency=MIN_FREQUENCY, kind="word", vocab_size=None):
+def train_tokenizers(splits, min_frequency=MIN_FREQUENCY, kind="word", vocab_size=None, shared=False):
     """(source, target) tokenizers of `kind` trained on the training split of a `DataSplits`
     only (the validation and test words the model never saw stay unknown, as they would in use);
-    `vocab_size`: the entries of each BPE vocabulary."""
-    return (train_one((pair.src for pair in splits.train), splits.src_language, kind, min_frequency, vocab_size),
-            train_one((pair.tgt for pair in splits.train), splits.tgt_language, kind, min_frequency, vocab_size))
+    `vocab_size`: the entries of each subword vocabulary. shared: one vocabulary trained on
+    both sides, the same for source and target (each keeps its language for `detokenize`)."""
+    sources, targets = [pair.src for pair in splits.train], [pair.tgt for pair in splits.train]
+    if shared:
+        both = train_one(sources + targets, splits.src_language, kind, min_frequency, vocab_size)
+        return both, WordTokenizer(both.tokenizer, splits.tgt_language)
+    return (train_one(sources, splits.src_language, kind, min_frequency, vocab_size),
+            train_one(targets, splits.tgt_language, kind, min_frequency, vocab_size))
 
 
 def train_text_tokenizer(texts, language, min_frequency=MIN_FREQUENCY, kind="word", vocab_size=None):
     """The one tokenizer of a language model, trained on its training texts: the special tokens
-    of translation and BERT's [CLS] [SEP] [MASK] (ids 0–6), then the words or merges."""
+    of translation and BERT's [CLS] [SEP] [MASK] (ids 0–6), then the words or pieces."""
     return train_one(texts, language, kind, min_frequency, vocab_size, SPECIAL_TOKENS + MASKED_LM_TOKENS)
 
 
 def train_one(sentences, language, kind, min_frequency, vocab_size, special_tokens=SPECIAL_TOKENS):
-    """A tokenizer of `kind` ("word" or "bpe") trained on an iterable of sentences."""
+    """A tokenizer of `kind` (one of `KINDS`) trained on an iterable of sentences."""
     if kind not in KINDS:
         raise ValueError(f"the tokenizer must be one of {KINDS}, got {kind!r}")
+    if kind == "word":
+        return WordTokenizer.train(sentences, language, min_frequency, special_tokens)
+    return WordTokenizer.train_subword(sentences, language, kind, vocab_size, min_frequency, special_tokens)
+
+
+def _numbered_in_order(tokenizer, n_special):
+    """The same tokenizer with its vocabulary numbered in a fixed order: the special tokens
+    first, then the other entries in the order of their text. The WordPiece and unigram trainers
+    of `tokenizers` number their entries in the order of a hash table, which changes from run to
+    run, so the same vocabulary would get other ids (unigram log-probabilities are rounded to
+    1e-6 for the same reason). They also break ties between equally frequent candidates in that
+    order, so on a small corpus two runs can still learn slightly different entries; a run
+    saves its tokenizers, and everything after training reads those. Byte-level BPE's
+    numbering, which its merges refer to, is kept."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    state = json.loads(tokenizer.to_str())
+    model = state["model"]
+    if model["type"] == "WordPiece":
+        entries = sorted(model["vocab"].items(), key=lambda entry: entry[1])
+        model["vocab"] = {token: i for i, (token, _) in enumerate(entries[:n_special] + sorted(entries[n_special:]))}
+    elif model["type"] == "Unigram":
+        entries = [[token, round(score, 6)] for token, score in model["vocab"]]
+        model["vocab"] = entries[:n_special] + sorted(entries[n_special:])
+    return Tokenizer.from_str(json.dumps(state))
+
+
+def _subword_parts(kind, vocab_size, min_frequency, specials):
+    """(model, pre-tokenizer, decoder, trainer) of a subword kind: byte-level BPE splits text
+    into bytes, WordPiece at spaces (punctuation stays in the word, so decoding restores every
+    space), unigram at spaces marked `▁`."""
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
     if kind == "bpe":
-        return WordTokenizer.train_bpe(sentences, language, vocab_size, min_frequency, special_tokens)
-    return WordTokenizer.train(sentences, language, min_frequency, special_tokens)
+        return (models.BPE(unk_token=UNK), pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel(),
+                trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
+                                    show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    if kind == "wordpiece":
+        return (models.WordPiece(unk_token=UNK, continuing_subword_prefix=CONTINUATION),
+                pre_tokenizers.WhitespaceSplit(), decoders.WordPiece(prefix=CONTINUATION, cleanup=False),
+                trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
+                                          show_progress=False))
+    return (models.Unigram(), pre_tokenizers.Metaspace(), decoders.Metaspace(),
+            trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token=UNK, show_progress=False))
 
 
 def save_tokenizers(directory, *tokenizers):

@@ -43,22 +43,30 @@ class DataConfig(JsonConfig):
     | field          | meaning                                                                  |
     |----------------|--------------------------------------------------------------------------|
     | task           | "translation" (pairs), "lm" (GPT: causal) or "mlm" (BERT: masked)        |
-    | dataset        | "builtin" (synthetic, offline), "opus_books", or a file path; for the    |
-    |                | language models also a .txt file or a Hugging Face dataset's name        |
+    | dataset        | "builtin" (synthetic, offline), "opus_books", a file path, a folder of   |
+    |                | train/validation/test files, or a Hugging Face dataset's name (pairs;    |
+    |                | for the language models: texts); for the language models also .txt     |
     | dataset_config | that dataset's configuration (wikitext: "wikitext-2-raw-v1"), or None    |
+    | validation_file| the official validation split of the file `dataset`, or None (carved     |
+    |                | from training: 5 %)                                                      |
+    | test_file      | its official test split, or None (carved from training: 5 %)             |
     | pair           | source-target languages, "en-it" (thesis §3.1)                           |
     | language       | a language model's language: the side of a parallel corpus it reads     |
     |                | (None: the pair's source), or the label of a text file's language       |
     | n_pairs        | size of the built-in corpus (ignored for the others)                     |
     | subset         | keep the first (or a random) N pairs before splitting; None: all         |
     | subset_mode    | "first" or "random"                                                      |
-    | seed           | generates (built-in), subsets and splits the corpus 90/5/5               |
+    | seed           | generates (built-in), subsets and splits the corpus 90/5/5 (carves the   |
+    |                | held-out splits a corpus lacks)                                          |
     | max_len        | longest sentence in tokens, [SOS]/[EOS] included; the model's max_len    |
     | length_policy  | "drop" the longer pairs (texts), "truncate" them, or (texts) "split"     |
     | min_frequency  | a word (or, for BPE, a merge) enters the vocabulary when seen this often  |
     |                | in training (2)                                                          |
-    | tokenizer      | "word" (the thesis's word-level vocabulary) or "bpe" (byte-level BPE)    |
-    | vocab_size     | the entries of each BPE vocabulary (ignored by "word")                   |
+    | tokenizer      | "word" (the thesis's word-level vocabulary), or a subword kind: "bpe"    |
+    |                | (byte-level BPE), "wordpiece" (BERT's) or "unigram" (SentencePiece's)    |
+    | vocab_size     | the entries of each subword vocabulary (ignored by "word")               |
+    | shared_vocabulary | translation: one tokenizer trained on both sides, for source and     |
+    |                | target (False: one per language)                                         |
     | fingerprint    | {"pairs": N, "sha256": …} of the corpus's pairs, set by the run that     |
     |                | trained on them: `evaluate` and `--resume` refuse other data             |
     """
@@ -66,6 +74,8 @@ class DataConfig(JsonConfig):
     task: str = "translation"
     dataset: str = "builtin"
     dataset_config: str = None
+    validation_file: str = None
+    test_file: str = None
     pair: str = "en-it"
     language: str = None
     n_pairs: int = 20_000
@@ -77,14 +87,17 @@ class DataConfig(JsonConfig):
     min_frequency: int = 2
     tokenizer: str = "word"
     vocab_size: int = 8000
+    shared_vocabulary: bool = False
     fingerprint: dict = None
 
     def validate(self):
         self.check_choice("task", TASKS)
         if not isinstance(self.dataset, str) or not self.dataset:
-            self.fail(f"dataset must be {' or '.join(DATASET_NAMES)} or a file path, got {self.dataset!r}")
-        if self.dataset_config is not None and not (isinstance(self.dataset_config, str) and self.dataset_config):
-            self.fail(f"dataset_config must be None or a configuration's name, got {self.dataset_config!r}")
+            self.fail(f"dataset must be {' or '.join(DATASET_NAMES)}, a file or folder path or a dataset's name, "
+                      f"got {self.dataset!r}")
+        for name in ("dataset_config", "validation_file", "test_file"):
+            if getattr(self, name) is not None and not (isinstance(getattr(self, name), str) and getattr(self, name)):
+                self.fail(f"{name} must be None or a non-empty string, got {getattr(self, name)!r}")
         parse_pair(self.pair)
         if self.task == "translation" and self.language is not None:
             self.fail(f"language is a language model's (task lm or mlm); a translation run has a pair, got "
@@ -100,6 +113,10 @@ class DataConfig(JsonConfig):
         self.check(checked_integer, "min_frequency", 1)
         self.check_choice("tokenizer", TOKENIZER_KINDS)
         self.check(checked_integer, "vocab_size", BYTES + 4)
+        self.check_flag("shared_vocabulary")
+        if self.shared_vocabulary and self.task != "translation":
+            self.fail(f"shared_vocabulary is for translation (one vocabulary for both languages); a language model "
+                      f"(task {self.task}) has one vocabulary already")
         if self.fingerprint is not None and not (isinstance(self.fingerprint, dict)
                                                  and set(self.fingerprint) == {"pairs", "sha256"}):
             self.fail(f"fingerprint must be None or {{\"pairs\": N, \"sha256\": …}}, got {self.fingerprint!r}")

@@ -24,6 +24,9 @@ from numpy_transformer.data.texts import encode_texts
 from numpy_transformer.training.loss import make_objective
 
 
+PATH_FIELDS = ("dataset", "validation_file", "test_file")
+
+
 @dataclasses.dataclass
 class PreparedData:
     """The splits of a DataConfig, its tokenizers (source and target, or the language model's
@@ -57,10 +60,10 @@ def prepare_data(data_config, cache_dir=None, tokenizers=None, progress=True):
 
 def _prepare_pairs(data_config, cache_dir, tokenizers):
     splits = load_dataset_splits(data_config.dataset, data_config.pair, data_config.subset, data_config.subset_mode,
-                                 data_config.seed, data_config.n_pairs, cache_dir)
+                                 data_config.seed, data_config.n_pairs, cache_dir, **_split_sources(data_config))
     _check_splits(data_config, splits, "pairs")
     src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency, data_config.tokenizer,
-                                              data_config.vocab_size)
+                                              data_config.vocab_size, data_config.shared_vocabulary)
     train, validation = (encode_pairs(pairs, src, tgt, data_config.max_len, data_config.length_policy)
                          for pairs in (splits.train, splits.validation))
     if len(train) == 0:
@@ -70,8 +73,7 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
     summary = [f"data: {splits.source}",
                f"pairs: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
                f"training pairs: {train.report()}",
-               f"vocabularies ({_kind(src)}, + 4 special tokens): {src.vocab_size:,} {splits.src_language}, "
-               f"{tgt.vocab_size:,} {splits.tgt_language}; {unknown / max(total, 1):.1%} of the validation "
+               f"{_vocabularies(data_config, src, tgt)}; {unknown / max(total, 1):.1%} of the validation "
                f"{splits.src_language} tokens are [UNK]"]
     return PreparedData(splits, (src, tgt), train, validation if len(validation) else None, summary)
 
@@ -79,7 +81,7 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
 def _prepare_texts(data_config, cache_dir, tokenizers):
     splits = load_text_splits(data_config.dataset, data_config.languages[0], data_config.pair, data_config.subset,
                               data_config.subset_mode, data_config.seed, data_config.n_pairs, cache_dir,
-                              data_config.dataset_config)
+                              **_split_sources(data_config))
     _check_splits(data_config, splits, "texts")
     (tokenizer,) = tokenizers or (train_text_tokenizer(splits.train, splits.language, data_config.min_frequency,
                                                        data_config.tokenizer, data_config.vocab_size),)
@@ -94,13 +96,27 @@ def _prepare_texts(data_config, cache_dir, tokenizers):
     summary = [f"data: {splits.source}",
                f"texts: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
                f"training sequences: {train.report()}",
-               f"vocabulary ({_kind(tokenizer)}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
+               f"vocabulary ({KIND_NAMES[tokenizer.kind]}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
                f"{unknown / max(total, 1):.1%} of the validation tokens are [UNK]"]
     return PreparedData(splits, (tokenizer,), train, validation if len(validation) else None, summary)
 
 
-def _kind(tokenizer):
-    return "words seen at least twice in training" if tokenizer.kind == "word" else "byte-level BPE: bytes and merges"
+def _split_sources(data_config):
+    """The arguments naming the corpus's configuration and its separate held-out files."""
+    return {name: getattr(data_config, name) for name in ("dataset_config", "validation_file", "test_file")}
+
+
+KIND_NAMES = {"word": "words seen at least twice in training", "bpe": "byte-level BPE: bytes and merges",
+              "wordpiece": "WordPiece: words and ##-pieces", "unigram": "unigram: ▁-pieces"}
+
+
+def _vocabularies(data_config, src, tgt):
+    """The summary's words on the translation vocabularies: one per language, or one shared."""
+    if data_config.shared_vocabulary:
+        return (f"vocabulary shared by {src.language} and {tgt.language} ({KIND_NAMES[src.kind]}, + 4 special "
+                f"tokens): {src.vocab_size:,} entries")
+    return (f"vocabularies ({KIND_NAMES[src.kind]}, + 4 special tokens): {src.vocab_size:,} {src.language}, "
+            f"{tgt.vocab_size:,} {tgt.language}")
 
 
 def _check_splits(data_config, splits, unit):
@@ -123,11 +139,11 @@ def corpus_fingerprint(splits):
 
 
 def with_fingerprint(data_config, splits):
-    """The DataConfig a new run saves: a file's path made absolute, and the corpus's fingerprint."""
-    dataset = data_config.dataset
-    if Path(dataset).is_file():
-        dataset = str(Path(dataset).resolve())
-    return dataclasses.replace(data_config, dataset=dataset, fingerprint=corpus_fingerprint(splits))
+    """The DataConfig a new run saves: the paths of its files (and folder) made absolute, and
+    the corpus's fingerprint, which covers every split, whichever file it came from."""
+    paths = {name: str(Path(getattr(data_config, name)).resolve()) for name in PATH_FIELDS
+             if getattr(data_config, name) is not None and Path(getattr(data_config, name)).exists()}
+    return dataclasses.replace(data_config, **paths, fingerprint=corpus_fingerprint(splits))
 
 
 def check_same_data(data_config, splits, unit="pairs"):
