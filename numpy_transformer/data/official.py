@@ -84,7 +84,6 @@ def local_splits(files, read, what, unit, seed=0, fractions=SPLIT_FRACTIONS, sub
                                   subset, subset_mode)
 
 
-
 def hub_splits(name, config, read, unit, cache_dir=None, local_hint="", seed=0, fractions=SPLIT_FRACTIONS,
                subset=None, subset_mode="first"):
     """({split: items}, source line) of a Hugging Face dataset: its own splits (`read(table,
