@@ -1,0 +1,194 @@
+"""Validation BLEU against training time, for this project's recipe and PyTorch's.
+
+    python examples/bleu_curve.py --dataset ../shared/data/multi30k/train.jsonl --pair en-de
+    python examples/bleu_curve.py --framework torch --init recipe --dataset … --pair en-de
+
+Both frameworks train the model of a preset (`--preset`, default "default") on the same data,
+tokenizers and batches (the same seed draws the same batch order), with the same Adam, warm-up,
+label smoothing and clipping; only the framework and the initial weights may differ:
+
+| --framework | --init      | the model and its initial weights                                          |
+|-------------|-------------|----------------------------------------------------------------------------|
+| numpy       | xavier …    | this project's model, `--init` as `numpy-transformer train --init`           |
+| torch       | recipe      | `torch.nn.Transformer` as the Annotated Transformer initialises it: every    |
+|             |             | matrix, the embeddings included, Xavier-uniform                              |
+| torch       | copy        | `torch.nn.Transformer` starting from this project's initial weights (the   |
+|             |             | framework alone, the recipe aside)                                           |
+
+The PyTorch model is `numpy_transformer.torch_reference.torch_transformer` (√d · embeddings +
+sinusoidal positions, `nn.Transformer` without the two final LayerNorms that post-norm stacks
+do not have here, the projection). Every `--eval-every` steps the clock
+stops, the weights are copied into this project's model (`export.ours_from_torch` for PyTorch)
+and the validation split is translated greedily and scored with sacrebleu, the same code for
+both. Each evaluation is a line of OUT/curve.jsonl: step, training seconds, BLEU, chrF. The run
+ends after `--steps` steps or `--max-minutes` of training, whichever comes first. PyTorch is
+needed only for --framework torch.
+"""
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from autograd.optim import clip_grad_norm
+from numpy_transformer.data.batching import batch_indices
+from numpy_transformer.model import Transformer
+from numpy_transformer.training.configs import model_config, resolve
+from numpy_transformer.training.evaluation import evaluate_pairs
+from numpy_transformer.training.loop import make_optimizer, run_generators
+from numpy_transformer.training.loss import TRANSLATION, loss_on_batch
+from numpy_transformer.training.prepare import prepare_data
+
+
+def batches(data, config, data_rng):
+    """The training batches, epoch after epoch, in the order `numpy-transformer train` draws them."""
+    step = 0
+    while True:
+        for positions in batch_indices(data.train, config.batch_size, data_rng, config.similar_lengths):
+            yield TRANSLATION.batch(data.train, positions, ("train", step))
+            step += 1
+
+
+class NumpyRun:
+    """This project's model and Adam: `step(batch)` trains, `model` translates."""
+
+    def __init__(self, config, training, model_rng):
+        self.model = Transformer(config, model_rng)
+        self.optimizer = make_optimizer(self.model, training)
+        self.clip_norm, self.label_smoothing = training.clip_norm, training.label_smoothing
+
+    def step(self, batch):
+        self.model.train()
+        self.optimizer.zero_grad()
+        loss_on_batch(self.model, batch, self.label_smoothing).backward()
+        clip_grad_norm(self.model.parameters(), self.clip_norm)
+        self.optimizer.step()
+
+    def translator(self):
+        return self.model
+
+
+class TorchRun:
+    """`torch.nn.Transformer` trained by PyTorch, initialised by the recipe or copied from ours."""
+
+    def __init__(self, config, training, model_rng, init):
+        import torch
+
+        from numpy_transformer.export import torch_state
+        from numpy_transformer.torch_reference import torch_transformer
+
+        self.torch, self.config, self.training = torch, config, training
+        self.ours = Transformer(config, model_rng)                       # the NumPy run's initial weights
+        torch.manual_seed(int(model_rng.integers(2 ** 31)))
+        self.model = torch_transformer(config)
+        if init == "recipe":
+            for p in self.model.parameters():
+                if p.dim() > 1:
+                    torch.nn.init.xavier_uniform_(p)
+        else:
+            self.model.load_state_dict({name: torch.from_numpy(array) for name, array in torch_state(self.ours).items()})
+        schedule = training.learning_rate(config.d_model)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1.0 if callable(schedule) else schedule,
+                                          betas=training.betas, eps=training.eps)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda t: schedule(t + 1)) \
+            if callable(schedule) else None
+
+    def step(self, batch):
+        torch = self.torch
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        src, tgt_in, tgt_out = (torch.from_numpy(a) for a in (batch.src, batch.tgt_in, batch.tgt_out))
+        logits = self.model(src, tgt_in)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
+                                                 ignore_index=self.config.pad_id,
+                                                 label_smoothing=self.training.label_smoothing)
+        loss.backward()
+        if self.training.clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.training.clip_norm)
+        self.optimizer.step()
+        if self.scheduler is not None:
+            self.scheduler.step()
+
+    def translator(self):
+        """This project's model holding the trained weights."""
+        from numpy_transformer.export import ours_from_torch
+        from numpy_transformer.pretrained import fill_parameters
+
+        state = {name: value.detach().numpy() for name, value in self.model.state_dict().items()}
+        fill_parameters(self.ours, ours_from_torch(self.ours, state))
+        return self.ours
+
+
+
+def validation_point(run, data, max_len, step, seconds):
+    """Greedy BLEU and chrF of the validation split after `step` steps and `seconds` of training."""
+    scores = evaluate_pairs(run.translator(), *data.tokenizers, data.splits.validation, max_len,
+                            beam_size=1).greedy_scores
+    return {"step": step, "train_seconds": round(seconds, 1), "bleu": round(scores.bleu, 2),
+            "chrf": round(scores.chrf, 2)}
+
+
+def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds, log=print):
+    """Train `run` for the run's steps or `max_seconds`, whichever comes first; every `eval_every`
+    steps (and at the end) a validation point, also written to out/curve.jsonl."""
+    training, max_len = configs["training"], configs["data"].max_len
+    curve, seconds = [], 0.0
+    for step, batch in enumerate(batches(data, training, data_rng), start=1):
+        start = time.perf_counter()
+        run.step(batch)
+        seconds += time.perf_counter() - start
+        last = step == training.steps or seconds >= max_seconds
+        if step % eval_every == 0 or last:
+            curve.append(validation_point(run, data, max_len, step, seconds))
+            log(json.dumps(curve[-1]))
+            (out / "curve.jsonl").write_text("".join(json.dumps(point) + "\n" for point in curve), encoding="utf-8")
+        if last:
+            return curve
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--framework", choices=("numpy", "torch"), default="numpy")
+    parser.add_argument("--init", default=None, help="numpy: xavier (default), xavier_uniform, torch; "
+                                                      "torch: recipe (default) or copy")
+    parser.add_argument("--preset", default="default")
+    parser.add_argument("--dataset", default="builtin")
+    parser.add_argument("--validation-file", default=None)
+    parser.add_argument("--pair", default="en-it")
+    parser.add_argument("--steps", type=int, default=None, help="the preset's by default")
+    parser.add_argument("--seed", type=int, default=0)
+    for part in ("model", "training", "data"):
+        parser.add_argument(f"--{part}", type=json.loads, default={}, metavar="JSON",
+                            help=f"more {part} fields over the preset's, e.g. '{{\"d_model\": 256}}'")
+    parser.add_argument("--eval-every", type=int, default=250)
+    parser.add_argument("--max-minutes", type=float, default=float("inf"))
+    parser.add_argument("--threads", type=int, default=1, help="PyTorch's threads (BLAS's: OPENBLAS_NUM_THREADS)")
+    parser.add_argument("--out", default="runs/bleu-curve")
+    args = parser.parse_args(argv)
+    init = args.init or ("recipe" if args.framework == "torch" else "xavier")
+    model = {**({"init": init} if args.framework == "numpy" else {}), **args.model}
+    training = {"seed": args.seed, **({"steps": args.steps, "epochs": None} if args.steps else {}), **args.training}
+    data = {"dataset": args.dataset, "pair": args.pair, "validation_file": args.validation_file, **args.data}
+    model_fields, training_config, data_config = resolve(args.preset, model, training, data)
+    prepared = prepare_data(data_config, progress=False)
+    config = model_config(model_fields, [t.vocab_size for t in prepared.tokenizers], prepared.src_tokenizer.pad_id,
+                          data_config.max_len)
+    model_rng, data_rng = run_generators(args.seed)
+    if args.framework == "torch":
+        import torch
+        torch.set_num_threads(args.threads)
+        run = TorchRun(config, training_config, model_rng, init)
+    else:
+        run = NumpyRun(config, training_config, model_rng)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print("\n".join(prepared.summary))
+    print(f"{args.framework}, init {init}, preset {args.preset}, seed {args.seed}, {training_config.steps} steps "
+          f"at most, {args.max_minutes} minutes at most -> {out}/curve.jsonl", flush=True)
+    return train_with_curve(run, prepared, {"training": training_config, "data": data_config}, data_rng, out,
+                            args.eval_every, args.max_minutes * 60, log=lambda line: print(line, flush=True))
+
+
+if __name__ == "__main__":
+    main()

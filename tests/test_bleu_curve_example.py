@@ -1,0 +1,60 @@
+"""examples/bleu_curve.py on a tiny run: the curve it writes, and (with PyTorch) that the torch
+run started from this project's weights follows the NumPy run: the same batches, schedule and
+loss, so a difference between the recipes is the recipes'."""
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "bleu_curve.py"
+TINY = ["--steps", "4", "--eval-every", "2", "--model", '{"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0}',
+        "--training", '{"batch_size": 16}', "--data", '{"n_pairs": 120, "max_len": 32}']
+
+
+@pytest.fixture(scope="module")
+def example():
+    spec = importlib.util.spec_from_file_location("bleu_curve", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_curve_has_a_point_every_few_steps_and_at_the_end(example, tmp_path):
+    curve = example.main([*TINY, "--steps", "5", "--out", str(tmp_path)])
+    assert [point["step"] for point in curve] == [2, 4, 5]
+    assert all(0 <= point["bleu"] <= 100 and point["train_seconds"] >= 0 for point in curve)
+    written = [json.loads(line) for line in (tmp_path / "curve.jsonl").read_text().splitlines()]
+    assert written == curve
+
+
+def test_the_minutes_budget_ends_the_run(example, tmp_path):
+    curve = example.main([*TINY, "--steps", "1000", "--max-minutes", "0", "--out", str(tmp_path)])
+    assert [point["step"] for point in curve] == [1]
+
+
+@pytest.mark.torch
+def test_the_torch_run_copied_from_ours_trains_as_ours_does(example):
+    pytest.importorskip("torch")
+    from numpy_transformer.training.configs import model_config, resolve
+    from numpy_transformer.training.loop import run_generators
+    from numpy_transformer.training.prepare import prepare_data
+
+    fields, training, data_config = resolve("default", {"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0},
+                                            {"batch_size": 16, "steps": 4, "schedule": "constant", "lr": 1e-2},
+                                            {"n_pairs": 120, "max_len": 32})
+    data = prepare_data(data_config, progress=False)
+    config = model_config(fields, [t.vocab_size for t in data.tokenizers], data.src_tokenizer.pad_id, 32)
+    runs = [example.NumpyRun(config, training, run_generators(0)[0]),
+            example.TorchRun(config, training, run_generators(0)[0], "copy")]
+    for run in runs:
+        for _, batch in zip(range(4), example.batches(data, training, run_generators(0)[1])):
+            run.step(batch)
+    ours, theirs = (dict(run.translator().named_parameters()) for run in runs)
+    moved = np.abs(ours["decoder.layers.0.self_attn.W_q.weight"].data
+                   - example.Transformer(config, run_generators(0)[0]).decoder.layers[0].self_attn.W_q.weight.data).max()
+    assert moved > 1e-3
+    for name, parameter in ours.items():
+        if not name.endswith("W_k.bias"):    # its gradient is 0 up to rounding, which Adam scales up to lr
+            np.testing.assert_allclose(theirs[name].data, parameter.data, atol=1e-4, err_msg=name)
