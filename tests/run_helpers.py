@@ -1,9 +1,11 @@
 """Small runs for the training, checkpoint, evaluation and command tests: a model of a few
 thousand parameters on a hundred built-in pairs trains in a fraction of a second."""
 import contextlib
+import importlib.util
 import io
 import json
 import re
+from pathlib import Path
 import shutil
 import time
 
@@ -108,3 +110,12 @@ def assert_unavailable_at_once(load, start, hints):
     assert message.startswith(start), message
     for hint in hints:
         assert hint in message, hint
+
+
+def load_example(name):
+    """The module of examples/<name>.py, loaded from its file (the examples are not a package)."""
+    path = Path(__file__).parent.parent / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,24 +1,20 @@
 """examples/bleu_curve.py on a tiny run: the curve it writes, and (with PyTorch) that the torch
 run started from this project's weights follows the NumPy run: the same batches, schedule and
 loss, so a difference between the recipes is the recipes'."""
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "bleu_curve.py"
+from run_helpers import load_example
+
 TINY = ["--steps", "4", "--eval-every", "2", "--model", '{"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0}',
         "--training", '{"batch_size": 16}', "--data", '{"n_pairs": 120, "max_len": 32}']
 
 
 @pytest.fixture(scope="module")
 def example():
-    spec = importlib.util.spec_from_file_location("bleu_curve", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("bleu_curve")
 
 
 def test_the_curve_has_a_point_every_few_steps_and_at_the_end(example, tmp_path):

@@ -1,21 +1,16 @@
 """examples/warmup_attention.py on a tiny model: both runs share their start, differ in the
 learning rate only, and the entropies it reports are those of the attention weights."""
 import contextlib
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "warmup_attention.py"
+from run_helpers import load_example
 
 
 @pytest.fixture(scope="module")
 def example():
-    spec = importlib.util.spec_from_file_location("warmup_attention", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("warmup_attention")
 
 
 def test_the_two_runs_start_alike_and_are_probed_every_few_steps(example, tmp_path, capsys):
