@@ -12,7 +12,7 @@ from numpy_transformer.data.batching import pad
 from numpy_transformer.decoding import beam_search, greedy_decode
 
 
-def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=0.6, batch_size=64):
+def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=1.0, batch_size=64):
     """Output token ids for each source (a list of id arrays, [SOS] … [EOS] included): greedy
     decoding when beam_size is 1, beam search otherwise. Sources are batched by length, the
     outputs returned in the order of `sources`."""
@@ -35,7 +35,7 @@ def with_specials(ids, tokenizer):
     return np.concatenate(([tokenizer.sos_id], np.asarray(ids, dtype=np.int64), [tokenizer.eos_id]))
 
 
-def translate(model, src_tokenizer, tgt_tokenizer, sentences, beam_size=1, length_penalty=0.6, batch_size=64):
+def translate(model, src_tokenizer, tgt_tokenizer, sentences, beam_size=1, length_penalty=1.0, batch_size=64):
     """Written translations of `sentences` (strings). Words outside the source vocabulary are
     read as [UNK]; a sentence longer than the model's max_len is a ValueError (see
     `too_long`)."""

@@ -11,7 +11,7 @@ import autograd.functional as F
 from autograd import Tensor
 from autograd.optim import Adam
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.decoding import (Hypothesis, _top_k, beam_search, beam_search_n_best, gnmt_length_penalty,
+from numpy_transformer.decoding import (Hypothesis, _top_k, beam_search, beam_search_n_best, length_normalizer,
                                         greedy_decode, max_output_length, sequence_log_prob)
 from numpy_transformer.masks import padding_mask
 from numpy_transformer.model import Transformer
@@ -118,11 +118,11 @@ def decode_words(model, decoder=beam_search, **options):
 
 # --- the length penalty and the output length ---------------------------------------------
 
-def test_the_gnmt_length_penalty_is_five_plus_length_over_six_to_the_alpha():
-    np.testing.assert_allclose(gnmt_length_penalty([1, 4, 7, 10], 1.0), [1.0, 1.5, 2.0, 2.5])
-    np.testing.assert_allclose(gnmt_length_penalty(4, 0.5), np.sqrt(1.5))
-    np.testing.assert_array_equal(gnmt_length_penalty([1, 5, 50], 0.0), [1.0, 1.0, 1.0])
-    assert gnmt_length_penalty(1, 0.6) == 1.0
+def test_the_length_normalizer_is_the_length_to_the_alpha():
+    np.testing.assert_allclose(length_normalizer([1, 4, 7, 10], 1.0), [1.0, 4.0, 7.0, 10.0])
+    np.testing.assert_allclose(length_normalizer(4, 0.5), 2.0)
+    np.testing.assert_array_equal(length_normalizer([1, 5, 50], 0.0), [1.0, 1.0, 1.0])
+    assert length_normalizer(1, 0.6) == 1.0
 
 
 def test_the_default_output_length_is_the_source_length_plus_50_capped_by_max_len():
@@ -216,17 +216,17 @@ def greedy_scores(model, src, alpha, max_len=None):
         np.full(len(src), max_len)
     outputs = greedy_decode(model, src, SOS, EOS, max_len=max_len)
     targets = [y + [EOS] if len(y) < limit else y for y, limit in zip(outputs, limits)]
-    return sequence_log_prob(model, src, targets, SOS) / gnmt_length_penalty([len(y) for y in targets], alpha)
+    return sequence_log_prob(model, src, targets, SOS) / length_normalizer([len(y) for y in targets], alpha)
 
 
 def test_on_random_models_beam_search_finds_more_probable_sentences_than_greedy_decoding():
     """What beam search is for, measured on 48 sentences of 8 random tiny models: its best score
-    (log P / lp, α = 0.6) is at least greedy's on almost all sentences (about 1 in 200 loses: not
+    (log P / lp, α = 1) is at least greedy's on almost all sentences (about 1 in 200 loses: not
     a theorem, see the counter-example below), strictly higher on many, higher on average."""
     gains = np.concatenate([
-        [n_best[0].score for n_best in beam_search_n_best(model, src, SOS, EOS)] - greedy_scores(model, src, 0.6)
+        [n_best[0].score for n_best in beam_search_n_best(model, src, SOS, EOS)] - greedy_scores(model, src, 1.0)
         for model, src in ((random_model(seed), sources(seed)) for seed in range(8))])
-    assert np.mean(gains >= -1e-12) >= 0.95 and np.mean(gains > 1e-9) >= 0.3 and gains.mean() > 0.2, gains
+    assert np.mean(gains >= -1e-12) >= 0.95 and np.mean(gains > 1e-9) >= 0.3 and gains.mean() > 0.05, gains
 
 
 def all_sentences(vocab_size, max_len):
@@ -245,7 +245,7 @@ def test_a_beam_as_wide_as_every_step_s_candidates_is_exact_search(alpha):
     model, src = random_model(seed=6), sources(6)[:1]
     sentences = all_sentences(13, max_len=3)
     log_p = sequence_log_prob(model, np.repeat(src, len(sentences), axis=0), sentences, SOS)
-    scores = log_p / gnmt_length_penalty([len(y) for y in sentences], alpha)
+    scores = log_p / length_normalizer([len(y) for y in sentences], alpha)
     best = np.argsort(-scores, kind="stable")[:4]
     n_best = beam_search_n_best(model, src, SOS, EOS, beam_size=132, length_penalty=alpha, max_len=3,
                                 early_stopping=False, n_best=4)[0]
@@ -284,14 +284,34 @@ SHORT_OR_LONG = {"": {"a": 1.0}, "a": {"EOS": 0.5, "b": 0.49}, "a b": {"b": 0.99
 def test_the_length_penalty_turns_the_preference_from_the_short_to_the_long_sentence():
     short, long = np.log(0.5), np.log(0.49 * 0.99 ** 3)
     assert short > long
-    assert short / gnmt_length_penalty(2, 0.6) < long / gnmt_length_penalty(5, 0.6)
+    assert short / length_normalizer(2, 0.6) < long / length_normalizer(5, 0.6)
     model = TableModel(SHORT_OR_LONG)
     assert decode_words(model, beam_size=2, length_penalty=0.0, early_stopping=False) == "a"
     assert decode_words(model, beam_size=2, length_penalty=0.6, early_stopping=False) == "a b b b"
     best = beam_search_n_best(model, np.array([[3]]), SOS, EOS, beam_size=2, length_penalty=0.6, use_cache=False,
                               early_stopping=False)[0][0]
-    assert best == Hypothesis([3, 4, 4, 4], pytest.approx(long / gnmt_length_penalty(5, 0.6)), pytest.approx(long),
+    assert best == Hypothesis([3, 4, 4, 4], pytest.approx(long / length_normalizer(5, 0.6)), pytest.approx(long),
                               True)
+
+
+# A model as trained on real text: after a sure first word, every word costs about 0.9 nats (p = 0.4)
+# and ending early is unlikely but not rare (EOS 0.15 after "a"). The sentence it means: "a b c a b".
+REAL_DATA_LIKE = {"": {"a": 0.9}, "a": {"b": 0.4, "EOS": 0.15}, "a b": {"c": 0.4, "EOS": 0.05},
+                  "a b c": {"a": 0.4, "EOS": 0.05}, "a b c a": {"b": 0.4, "EOS": 0.05}, "a b c a b": {"EOS": 0.9}}
+
+
+def test_beam_search_keeps_the_length_greedy_finds_when_words_are_costly():
+    """Why beam outputs were short on real data: GNMT's lp = ((5 + |y|)/6)^0.6, the default until
+    it was measured on Multi30k, grows too slowly to pay for 0.9 nats a word, and ranks "a EOS"
+    (log P = −2.00, |y| = 2) above "a b c a b EOS" (log P = −3.88, |y| = 6), which greedy decoding
+    returns; log P / |y| (the mean per token, α = 1) ranks them the other way."""
+    short, long = np.log(0.9 * 0.15), np.log(0.9 * 0.4 ** 4 * 0.9)
+    gnmt = lambda length: ((5 + length) / 6) ** 0.6                       # noqa: E731
+    assert short / gnmt(2) > long / gnmt(6) and short / 2 < long / 6
+    model = TableModel(REAL_DATA_LIKE)
+    assert decode_words(model, greedy_decode) == "a b c a b"
+    assert decode_words(model, beam_size=4) == "a b c a b"
+    assert decode_words(model, beam_size=4, length_penalty=0.0) == "a"
 
 
 def test_early_stopping_ends_the_search_once_the_best_and_otherwise_once_every_n_best_is_final():
@@ -352,7 +372,7 @@ def test_finished_hypotheses_end_with_eos_and_cut_ones_at_the_limit():
         for h in n_best:
             assert EOS not in h.tokens
             assert (len(h.tokens) < 4) if h.finished else (len(h.tokens) == 4)
-            assert h.score == pytest.approx(h.log_prob / gnmt_length_penalty(len(h.tokens) + h.finished, 0.6))
+            assert h.score == pytest.approx(h.log_prob / length_normalizer(len(h.tokens) + h.finished, 1.0))
 
 
 @pytest.mark.parametrize("decoder, options", [(greedy_decode, {}), (beam_search_n_best, {"beam_size": 3})])
@@ -381,7 +401,7 @@ def test_decoding_uses_eval_mode_and_restores_the_training_mode():
 
 @pytest.mark.parametrize("src, options, message", [
     (SRC, {"beam_size": 0}, r"beam_size must be a positive integer, got 0"),
-    (SRC, {"length_penalty": -0.5}, r"length_penalty α of lp\(y\) = \(\(5 \+ \|y\|\)/6\)\^α must be a number "
+    (SRC, {"length_penalty": -0.5}, r"length_penalty α of lp\(y\) = \|y\|\^α must be a number "
                                     r"≥ 0, got -0.5"),
     (SRC, {"n_best": 5}, r"n_best must be an integer in \[1, 4\], got 5"),
     (SRC, {"early_stopping": "never"}, r"early_stopping must be True or False, got 'never'"),

@@ -64,8 +64,9 @@ def json_object(text):
 def add_decoding_arguments(parser, what):
     parser.add_argument("--beam", type=positive_integer, default=4, metavar="N",
                         help=f"beam size of {what} (default 4; 1: greedy only)")
-    parser.add_argument("--length-penalty", type=non_negative_number, default=0.6, metavar="ALPHA",
-                        help="α ≥ 0 of beam search's length penalty ((5 + |y|)/6)^α (default 0.6)")
+    parser.add_argument("--length-penalty", type=non_negative_number, default=1.0, metavar="ALPHA",
+                        help="α ≥ 0: beam search ranks by log P(y) / |y|^α (default 1: the mean log-probability "
+                             "per token; 0: the raw log-probability)")
 
 
 def add_threads_argument(parser):

@@ -70,7 +70,7 @@ class Evaluation:
 
 
 def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, max_len, length_policy="drop", beam_size=4,
-                   length_penalty=0.6, batch_size=64):
+                   length_penalty=1.0, batch_size=64):
     """Translate the pairs (`Pair`s) greedily and with beam search, and score both; the
     perplexity of the references. Pairs are encoded as in training (`encode_pairs` with the
     same maximum length and policy), so a pair the policy drops is left out and counted."""
