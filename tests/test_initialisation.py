@@ -1,6 +1,7 @@
 """The initialisation schemes (numpy_transformer/initialisation.py): every rule's empirical
 variance, on a large layer, within 2 % of its formula; the default draws nothing more; norms
 and positions are left as built."""
+import dataclasses
 import math
 
 import numpy as np
@@ -74,3 +75,21 @@ def test_the_language_models_take_the_schemes_too(model_class, causal):
 def test_an_unknown_scheme_is_refused_naming_the_choices():
     with pytest.raises(ValueError, match=r"init must be one of \('xavier', 'xavier_uniform', 'torch'\), got 'he'"):
         TransformerConfig(10, 10, init="he")
+
+
+def test_the_default_preset_starts_a_real_vocabulary_s_words_below_their_positions():
+    """The recipe gap of docs/training.md: with the notes' N(0, 1/d) embeddings, √d · Wᴱ has entries
+    of standard deviation 1 and drowns the sinusoidal positions (0.6 over 64 positions); the default preset's
+    Glorot-uniform rule starts the words of a Multi30k-sized vocabulary at about 0.2."""
+    from numpy_transformer.positional import sinusoidal_encoding
+    from numpy_transformer.training.configs import model_config, resolve
+
+    fields = resolve("default")[0]
+    config = model_config(fields, (6061, 7812), pad_id=0, max_len=64)
+    model = Transformer(config, np.random.default_rng(0))
+    positions = sinusoidal_encoding(64, config.d_model).std()
+    for embedding in (model.encoder.embedding, model.decoder.embedding):
+        words = math.sqrt(config.d_model) * embedding.weight.data.std()
+        assert 0.15 < words < 0.25 < 0.55 < positions
+    notes = Transformer(dataclasses.replace(config, init="xavier"), np.random.default_rng(0))
+    assert math.sqrt(config.d_model) * notes.encoder.embedding.weight.data.std() > positions
