@@ -273,7 +273,8 @@ def test_a_mixed_run_tracks_the_float32_run_on_the_built_in_corpus(tmp_path):
 
 @pytest.mark.slow
 def test_mixed_runs_of_the_default_preset_reach_the_bleu_of_float32_runs(tmp_path):
-    """The default preset (1,500 steps) in both precisions, seeds 0 and 1: the mean greedy test BLEU
+    """The default preset (1,500 steps, the notes' initialisation, as measured in
+    docs/memory_and_precision.md) in both precisions, seeds 0 and 1: the mean greedy test BLEU
     within 1 point (measured, float32 / mixed: 89.16 / 87.97 and 89.12 / 90.46: float16 rounding
     sends a run down another path, whose BLEU lands about 1.3 points away, either way). About 11
     minutes on 2 cores."""
@@ -282,7 +283,7 @@ def test_mixed_runs_of_the_default_preset_reach_the_bleu_of_float32_runs(tmp_pat
         for seed in (0, 1):
             out = tmp_path / f"{precision}-{seed}"
             status, _, err = run_main(["train", "--out", out, "--precision", precision, "--seed", seed, "--beam", 1,
-                                       "--quiet"])
+                                       "--init", "xavier", "--quiet"])
             assert status == 0, err
             bleu[precision, seed] = json.loads((out / "metrics.json").read_text())["bleu_greedy"]
     mean = {precision: (bleu[precision, 0] + bleu[precision, 1]) / 2 for precision in ("float32", "mixed")}
