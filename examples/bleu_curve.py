@@ -22,7 +22,8 @@ stops, the weights are copied into this project's model (`export.ours_from_torch
 and the validation split is translated greedily and scored with sacrebleu, the same code for
 both. Each evaluation is a line of OUT/curve.jsonl: step, training seconds, BLEU, chrF. The run
 ends after `--steps` steps or `--max-minutes` of training, whichever comes first. PyTorch is
-needed only for --framework torch.
+needed only for --framework torch. `--plot numpy=A/curve.jsonl torch=B/curve.jsonl --figure F`
+draws curves already written.
 """
 import argparse
 import json
@@ -147,8 +148,32 @@ def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds,
             return curve
 
 
+def draw(curves, path):
+    """The curves ({label: curve.jsonl path}) as validation BLEU against minutes of training."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for label, curve_path in curves.items():
+        points = [json.loads(line) for line in Path(curve_path).read_text(encoding="utf-8").splitlines()]
+        axis.plot([p["train_seconds"] / 60 for p in points], [p["bleu"] for p in points], "o-", label=label)
+    axis.set_xlabel("minutes of training")
+    axis.set_ylabel("validation BLEU (greedy)")
+    axis.grid(alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--plot", nargs="+", metavar="LABEL=CURVE",
+                        help="draw curve.jsonl files already written (LABEL=PATH …) into --figure, and train nothing")
+    parser.add_argument("--figure", default="bleu_curve.png")
     parser.add_argument("--framework", choices=("numpy", "torch"), default="numpy")
     parser.add_argument("--init", default=None, help="numpy: xavier (default), xavier_uniform, torch; "
                                                       "torch: recipe (default) or copy")
@@ -166,6 +191,9 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1, help="PyTorch's threads (BLAS's: OPENBLAS_NUM_THREADS)")
     parser.add_argument("--out", default="runs/bleu-curve")
     args = parser.parse_args(argv)
+    if args.plot:
+        print(f"wrote {draw(dict(item.split('=', 1) for item in args.plot), args.figure)}")
+        return None
     init = args.init or ("recipe" if args.framework == "torch" else "xavier")
     model = {**({"init": init} if args.framework == "numpy" else {}), **args.model}
     training = {"seed": args.seed, **({"steps": args.steps, "epochs": None} if args.steps else {}), **args.training}

@@ -218,3 +218,13 @@ def test_train_in_mixed_precision_logs_the_loss_scale_and_saves_float32_weights(
     records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["loss_scale"] for r in records if "loss" in r][0] == 2.0 ** 16
     assert {p.dtype.name for p in Run.resume(out, report=None).model.parameters()} == {"float32"}
+
+
+def test_the_real_corpus_preset_offline_says_how_to_give_the_files_instead(tmp_path, monkeypatch):
+    closed_port = "http://127.0.0.1:9"
+    monkeypatch.setattr(datasets.config, "HF_ENDPOINT", closed_port)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", closed_port)
+    out = tmp_path / "run"
+    status, _, err = run_main(["train", "--out", out, "--preset", "small-real", "--cache-dir", tmp_path / "cache"])
+    assert_clear_error(status, err, "bentrevett/multi30k", absent_folder=out)
+    assert "--dataset" in err

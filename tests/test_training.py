@@ -173,7 +173,11 @@ def test_the_presets_are_the_runs_they_describe():
     assert data.dataset == "builtin"
     base = model_config(resolve("base")[0], (37000, 37000), 1, 350)
     assert (base.n_encoder_layers, base.d_ff, base.tie_embeddings) == (6, 2048, True)
-    assert set(PRESETS) == {"default", "thesis-1-head", "thesis-8-heads", "base", "lm", "mlm"}
+    model, training, data = resolve("small-real")
+    assert (model["d_model"], model["init"], training.steps) == (128, "xavier_uniform", 10_000)
+    assert (data.dataset, data.pair, data.tokenizer, data.shared_vocabulary) == ("bentrevett/multi30k", "en-de",
+                                                                                "unigram", True)
+    assert set(PRESETS) == {"default", "thesis-1-head", "thesis-8-heads", "base", "small-real", "lm", "mlm"}
 
 
 def test_flags_override_a_preset_and_bad_values_fail_before_any_data_is_loaded():

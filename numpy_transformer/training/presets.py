@@ -73,6 +73,14 @@ PRESETS = {
         dict(batch_size=64, steps=100_000, schedule="warmup", warmup_steps=4000, lr_factor=1.0, eval_every=1000,
              log_every=100, checkpoint_every=1000),
         OPUS_BOOKS),
+    "small-real": Preset(
+        "a real corpus of about 30,000 pairs (Multi30k en-de from the Hub by default): the default model, "
+        "Glorot-uniform weights, a shared unigram vocabulary of 8,000 pieces, 10,000 steps (~30 minutes)",
+        dict(d_model=128, n_heads=4, d_ff=512, dropout=0.1, init="xavier_uniform", **ONE_LAYER),
+        dict(batch_size=64, steps=10_000, schedule="warmup", warmup_steps=400, lr_factor=1.0, eval_every=1000,
+             log_every=100, checkpoint_every=1000),
+        dict(dataset="bentrevett/multi30k", pair="en-de", max_len=64, tokenizer="unigram", vocab_size=8000,
+             shared_vocabulary=True)),
     "lm": Preset(
         "a small GPT (2 causal layers, d_model 128, 4 heads) on the English side of the built-in corpus: ~2 minutes",
         dict(d_model=128, n_heads=4, d_ff=512, n_layers=2, dropout=0.1),
