@@ -191,13 +191,15 @@ def test_an_unknown_preset_lists_the_presets(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_opus_books_unreachable_prints_what_to_do_instead(tmp_path, monkeypatch):
+@pytest.mark.parametrize("preset, message", [("thesis-1-head", "Cannot load opus_books en-it"),
+                                             ("small-real", "bentrevett/multi30k")])
+def test_a_hub_corpus_unreachable_prints_what_to_do_instead(tmp_path, monkeypatch, preset, message):
     closed_port = "http://127.0.0.1:9"
     monkeypatch.setattr(datasets.config, "HF_ENDPOINT", closed_port)
     monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", closed_port)
     out = tmp_path / "run"
-    status, _, err = run_main(["train", "--out", out, "--preset", "thesis-1-head", "--cache-dir", tmp_path / "cache"])
-    assert_clear_error(status, err, "Cannot load opus_books en-it", absent_folder=out)
+    status, _, err = run_main(["train", "--out", out, "--preset", preset, "--cache-dir", tmp_path / "cache"])
+    assert_clear_error(status, err, message, absent_folder=out)
     assert "--dataset builtin" in err and "--dataset FILE" in err
 
 
@@ -218,13 +220,3 @@ def test_train_in_mixed_precision_logs_the_loss_scale_and_saves_float32_weights(
     records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["loss_scale"] for r in records if "loss" in r][0] == 2.0 ** 16
     assert {p.dtype.name for p in Run.resume(out, report=None).model.parameters()} == {"float32"}
-
-
-def test_the_real_corpus_preset_offline_says_how_to_give_the_files_instead(tmp_path, monkeypatch):
-    closed_port = "http://127.0.0.1:9"
-    monkeypatch.setattr(datasets.config, "HF_ENDPOINT", closed_port)
-    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", closed_port)
-    out = tmp_path / "run"
-    status, _, err = run_main(["train", "--out", out, "--preset", "small-real", "--cache-dir", tmp_path / "cache"])
-    assert_clear_error(status, err, "bentrevett/multi30k", absent_folder=out)
-    assert "--dataset" in err
