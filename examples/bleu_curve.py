@@ -32,13 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
-from autograd.optim import clip_grad_norm
 from numpy_transformer.data.batching import batch_indices
 from numpy_transformer.model import Transformer
 from numpy_transformer.training.configs import model_config, resolve
 from numpy_transformer.training.evaluation import evaluate_pairs
-from numpy_transformer.training.loop import make_optimizer, run_generators
-from numpy_transformer.training.loss import TRANSLATION, loss_on_batch
+from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators
+from numpy_transformer.training.loss import TRANSLATION
 from numpy_transformer.training.prepare import prepare_data
 
 
@@ -52,19 +51,16 @@ def batches(data, config, data_rng):
 
 
 class NumpyRun:
-    """This project's model and Adam: `step(batch)` trains, `model` translates."""
+    """This project's model and Adam: `step(batch)` is `numpy-transformer train`'s step
+    (`Trainer.train_step`), `translator()` the model."""
 
-    def __init__(self, config, training, model_rng):
+    def __init__(self, config, training, model_rng, train_data):
         self.model = Transformer(config, model_rng)
-        self.optimizer = make_optimizer(self.model, training)
-        self.clip_norm, self.label_smoothing = training.clip_norm, training.label_smoothing
+        self.trainer = Trainer(self.model, make_optimizer(self.model, training), train_data, training,
+                               np.random.default_rng(0), report=None)
 
     def step(self, batch):
-        self.model.train()
-        self.optimizer.zero_grad()
-        loss_on_batch(self.model, batch, self.label_smoothing).backward()
-        clip_grad_norm(self.model.parameters(), self.clip_norm)
-        self.optimizer.step()
+        self.trainer.train_step(batch)
 
     def translator(self):
         return self.model
@@ -208,7 +204,7 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
         run = TorchRun(config, training_config, model_rng, init)
     else:
-        run = NumpyRun(config, training_config, model_rng)
+        run = NumpyRun(config, training_config, model_rng, prepared.train)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print("\n".join(prepared.summary))

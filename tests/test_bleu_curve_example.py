@@ -48,7 +48,7 @@ def test_the_torch_run_copied_from_ours_trains_as_ours_does(example):
                                             {"n_pairs": 120, "max_len": 32})
     data = prepare_data(data_config, progress=False)
     config = model_config(fields, [t.vocab_size for t in data.tokenizers], data.src_tokenizer.pad_id, 32)
-    runs = [example.NumpyRun(config, training, run_generators(0)[0]),
+    runs = [example.NumpyRun(config, training, run_generators(0)[0], data.train),
             example.TorchRun(config, training, run_generators(0)[0], "copy")]
     for run in runs:
         for _, batch in zip(range(4), example.batches(data, training, run_generators(0)[1])):

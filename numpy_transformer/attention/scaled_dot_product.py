@@ -99,7 +99,7 @@ class AttentionWeights(Function):
 
     def backward(self, g):
         q, k, weights = self.saved
-        grad_scores = softmax_vjp(widen(weights), widen(g))
+        grad_scores = softmax_vjp(weights, widen(g))                    # float32 for float16 weights
         grad_scores /= self.scale
         grad_q = unbroadcast(grad_scores @ widen(k), q.shape) if self.needs_input_grad[0] else None
         grad_k = unbroadcast(np.swapaxes(grad_scores, -1, -2) @ widen(q), k.shape) if self.needs_input_grad[1] else None
