@@ -156,20 +156,46 @@ class Adam(Optimizer):
         return {"step": 0, "exp_avg": np.zeros_like(p), "exp_avg_sq": np.zeros_like(p)}
 
     def _update(self, p, g, state, lr):
-        if self.weight_decay:
-            g = g + self.weight_decay * p
         state["step"] += 1
-        t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-        m *= self.beta1
-        m += (1 - self.beta1) * g
-        v *= self.beta2
-        v += (1 - self.beta2) * np.square(g)
-        update = np.sqrt(v)  # becomes lr m̂ / (√v̂ + ε), in place
-        update /= math.sqrt(1 - self.beta2 ** t)
-        update += self.eps
-        np.divide(m, update, out=update)
-        update *= lr / (1 - self.beta1 ** t)
-        p -= update
+        t = state["step"]
+        step_size, root_correction = lr / (1 - self.beta1 ** t), math.sqrt(1 - self.beta2 ** t)
+        for p_, g_, m, v in blocks(p, g, state["exp_avg"], state["exp_avg_sq"]):
+            update = np.empty_like(p_)
+            if self.weight_decay:
+                g_ = g_ + self.weight_decay * p_
+            m *= self.beta1                                  # m ← β1 m + (1 − β1) g
+            np.multiply(g_, 1 - self.beta1, out=update)
+            m += update
+            v *= self.beta2                                  # v ← β2 v + (1 − β2) g²
+            np.square(g_, out=update)
+            update *= 1 - self.beta2
+            v += update
+            np.sqrt(v, out=update)                           # update ← lr m̂ / (√v̂ + ε)
+            update /= root_correction
+            update += self.eps
+            np.divide(m, update, out=update)
+            update *= step_size
+            p_ -= update
+
+
+BLOCK = 1 << 16
+
+
+def blocks(*arrays):
+    """Views of `arrays` (of one shape) BLOCK entries at a time, the same entries of each.
+
+    An optimizer's update is a dozen elementwise passes over the parameter, its gradient and
+    its state. Made over the whole of a large parameter, each pass reads and writes main memory;
+    made block by block, the block's arrays (5 × 256 KB for float32) stay in the core's cache
+    from the first pass to the last: the update of the thesis model's 19.6 M parameters takes
+    about half the time (docs/performance.md). Arrays that are not all C-contiguous come whole."""
+    size = arrays[0].size
+    if size <= BLOCK or not all(a.flags.c_contiguous for a in arrays):
+        yield arrays
+        return
+    flat = [a.reshape(-1) for a in arrays]
+    for start in range(0, size, BLOCK):
+        yield tuple(a[start:start + BLOCK] for a in flat)
 
 
 def warmup_schedule(d_model, warmup_steps, factor=1.0):

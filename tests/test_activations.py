@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import erf
 
 import autograd.functional as F
 from autograd import Tensor, gradcheck
@@ -22,10 +23,10 @@ def leaf(shape, seed=0, scale=2.0, dtype=np.float64):
     return Tensor(data.astype(dtype), requires_grad=True)
 
 
-def derivative(fn, x):
+def derivative(fn, x, dtype=np.float64):
     """The elementwise derivative at x, from the VJP with g = 1."""
-    x = Tensor(np.asarray(x, dtype=np.float64), requires_grad=True)
-    fn(x).backward(np.ones(x.shape))
+    x = Tensor(np.asarray(x, dtype=dtype), requires_grad=True)
+    fn(x).backward(np.ones(x.shape, dtype))
     return x.grad
 
 
@@ -75,6 +76,27 @@ def test_gelu_exact_derivative_is_cdf_plus_x_times_density():
     expected = [0.5 * (1 + math.erf(v / math.sqrt(2))) + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
                 for v in x]
     np.testing.assert_allclose(derivative(F.gelu, x), expected, rtol=1e-14)
+
+
+def test_float32_erf_is_within_its_bound_of_the_exact_erf_everywhere():
+    x = np.linspace(-7, 7, 1_400_001, dtype=np.float32)
+    approximation = F.erf_float32(x)
+    assert approximation.dtype == np.float32
+    error = np.abs(approximation - erf(x.astype(np.float64)))
+    assert error.max() <= 4.5e-7                                     # about 7 units in float32's last place
+    assert np.array_equal(F.erf_float32(np.float32([-1e30, -4, 4, 1e30])), [-1, -1, 1, 1])
+
+
+def test_float32_gelu_and_its_slope_match_the_float64_formula():
+    """float32 uses erf_float32, float64 SciPy's erf: the two GELUs agree to float32's precision."""
+    x = np.linspace(-10, 10, 20_001)
+    for form in ("none", "tanh"):
+        exact, fast = (F.gelu(Tensor(x), approximate=form), F.gelu(Tensor(x.astype(np.float32)), approximate=form))
+        assert fast.dtype == np.float32
+        np.testing.assert_allclose(fast.data, exact.data, rtol=0, atol=2e-6)
+        slope = derivative(lambda t: F.gelu(t, approximate=form), x, np.float32)
+        assert slope.dtype == np.float32
+        np.testing.assert_allclose(slope, derivative(lambda t: F.gelu(t, approximate=form), x), rtol=0, atol=2e-6)
 
 
 def test_gelu_tanh_is_the_tanh_formula():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from autograd import Tensor
-from autograd.optim import SGD, Adam, clip_grad_norm, warmup_schedule
+from autograd.optim import BLOCK, SGD, Adam, clip_grad_norm, warmup_schedule
 
 
 def parameter(*shape, dtype=np.float64, seed=0):
@@ -54,6 +54,25 @@ def test_adam_first_three_steps_match_the_equations(weight_decay):
         w.grad = g.copy()
         optimizer.step()
         np.testing.assert_allclose(w.data, p_t, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_adam_updates_a_parameter_larger_than_a_block_as_the_equations_say(layout):
+    """The update runs BLOCK entries at a time (autograd.optim.blocks): a parameter of 2.3
+    blocks, ending in a partial block, or a transposed view that is updated whole, follows the
+    equations entry by entry, in place."""
+    shape = (3 * BLOCK // 500 + 7, 500)
+    w = parameter(*shape)
+    if layout == "transposed":
+        w = Tensor(w.data.T, requires_grad=True)
+    grads = gradients(3, w.shape)
+    expected = adam_reference(w.data.copy(), grads, lr=0.05, beta1=0.8, beta2=0.95, eps=1e-6, weight_decay=0.1)
+    data, optimizer = w.data, Adam([w], lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)
+    for g, p_t in zip(grads, expected):
+        w.grad = g.copy()
+        optimizer.step()
+        np.testing.assert_allclose(w.data, p_t, rtol=1e-12, atol=1e-14)
+    assert w.data is data
 
 
 def test_adam_with_a_constant_gradient_takes_the_same_step_every_time():

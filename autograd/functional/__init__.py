@@ -4,13 +4,13 @@ versions built from elementwise ops that autograd differentiates by itself.
     import autograd.functional as F
 """
 from autograd.functional.softmax import softmax, log_softmax, softmax_composite, softmax_jacobian
-from autograd.functional.activations import relu, gelu, sigmoid
+from autograd.functional.activations import relu, gelu, sigmoid, erf_float32
 from autograd.functional.linear import linear, linear_composite
 from autograd.functional.layer_norm import layer_norm, layer_norm_composite
 from autograd.functional.losses import cross_entropy
 from autograd.functional.dropout import dropout
 from autograd.functional.embedding import embedding
 
-__all__ = ["softmax", "log_softmax", "softmax_composite", "softmax_jacobian", "relu", "gelu",
+__all__ = ["softmax", "log_softmax", "softmax_composite", "softmax_jacobian", "relu", "gelu", "erf_float32",
            "sigmoid", "linear", "linear_composite", "layer_norm", "layer_norm_composite", "cross_entropy",
            "dropout", "embedding"]

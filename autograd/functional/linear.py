@@ -7,9 +7,10 @@ leading axes), and the rows of G = ∂L/∂y the same way,
     Y = X W + 1 bᵀ,       ∂L/∂X = G Wᵀ,      ∂L/∂W = Xᵀ G,      ∂L/∂b = 1ᵀ G  (the column sums of G)
 
 `linear_composite` computes the same with the engine's broadcasting `@` and `+`, and lets
-autograd derive the VJPs; the fused `Linear` computes ∂L/∂W = Xᵀ G as one product of 2-D
-arrays. Both compute the forward pass as NumPy's batched `x @ W`, so their outputs are the same
-bit for bit. (docs/performance.md says why each is written so.)
+autograd derive the VJPs; the fused `Linear` computes Y = X W, ∂L/∂X = G Wᵀ and ∂L/∂W = Xᵀ G as
+one product of 2-D arrays each. The two agree to rounding: BLAS sums a row's products in an
+order that may depend on how many rows share the call. (docs/performance.md says why each is
+written so.)
 """
 from autograd.composite_mode import is_composite
 from autograd.engine import Function, as_tensor
@@ -37,7 +38,7 @@ class Linear(Function):
     """Y = X W (+ b) on the rows of x; VJPs G Wᵀ, Xᵀ G and the column sums of G (see above)."""
 
     def forward(self, x, weight, bias=None):
-        y = matmul(x, weight)
+        y = matmul(x.reshape(-1, x.shape[-1]), weight).reshape(*x.shape[:-1], weight.shape[-1])
         if bias is not None:
             y += bias
         self.x_shape = x.shape
