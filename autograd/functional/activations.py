@@ -72,21 +72,36 @@ def _horner(coefficients, x2, out):
 
 
 def _normal_cdf(x):
+    """Φ(x) = ½(1 + erf(x/√2)), in a new array."""
     z = x * _SQRT_HALF
-    return 0.5 * (1 + (erf(z) if x.dtype == np.float64 else erf_float32(z)))
+    cdf = erf(z, out=z) if x.dtype == np.float64 else erf_float32(z)
+    cdf += 1
+    cdf *= 0.5
+    return cdf
 
 
 def _normal_pdf(x):
-    x_c = np.clip(x, -_SATURATED, _SATURATED)  # keeps x² from overflowing; φ(±100) = 0 anyway
-    return _INV_SQRT_2PI * np.exp(-0.5 * x_c * x_c)
+    """φ(x) = e^(−x²/2) / √(2π), in a new array; x clipped so that x² cannot overflow (φ(±100)
+    is 0 anyway)."""
+    density = np.clip(x, -_SATURATED, _SATURATED)
+    np.square(density, out=density)
+    density *= -0.5
+    np.exp(density, out=density)
+    density *= _INV_SQRT_2PI
+    return density
 
 
 def _gelu_exact(x):
-    return x * _normal_cdf(x)
+    cdf = _normal_cdf(x)
+    cdf *= x
+    return cdf
 
 
 def _gelu_exact_slope(x):
-    return _normal_cdf(x) + x * _normal_pdf(x)
+    slope = _normal_pdf(x)
+    slope *= x
+    slope += _normal_cdf(x)
+    return slope
 
 
 def _tanh_u(x):
