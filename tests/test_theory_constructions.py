@@ -1,10 +1,12 @@
 """numpy_transformer.theory.constructions: one attention layer built by hand copies, shifts,
 averages and attends locally within the error its docstring derives, and a wrong construction
-misses that tolerance."""
+misses that tolerance; numpy_transformer.theory.learned: Adam finds the same patterns."""
 import numpy as np
 import pytest
 
+from autograd import Tensor, gradcheck
 from numpy_transformer.theory import constructions as c
+from numpy_transformer.theory import learned
 
 N = 8
 EPSILON = 1e-3
@@ -109,3 +111,27 @@ def test_bad_arguments_are_named():
         c.projections_for_scores(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="epsilon"):
         c.beta_for_error(4, 1.5)
+
+
+@pytest.mark.parametrize("task", ["copy", "shift", "average", "local"])
+def test_adam_learns_each_pattern_to_within_0_03_of_the_constructed_one(task):
+    n = 6
+    pattern = learned.target_patterns(n)[task]
+    rng = np.random.default_rng(0)
+    untrained = learned.learned_weights(learned.SingleHeadAttention(n + 8, n + 8, 8, np.random.default_rng(0)), n, rng)
+    model, losses = learned.train_attention(pattern, rng, steps=150)
+    A = learned.learned_weights(model, n, rng)
+    constructed = {"copy": c.copy_projections(n, c.beta_for_error(n, EPSILON)),
+                   "shift": c.shift_projections(n, 1, c.beta_for_error(n, EPSILON)),
+                   "average": c.average_projections(n), "local": c.local_projections(n, 1.0)}[task]
+    assert c.total_variation(A, c.attention_weights(c.one_hot_positions(n), *constructed)) < 0.03
+    assert losses[-1] < 0.01 * losses[0]
+    if task != "average":                                      # an untrained head is near uniform already
+        assert c.total_variation(untrained, pattern) > 0.3
+
+
+def test_the_single_head_passes_a_float64_gradient_check():
+    rng = np.random.default_rng(1)
+    head = learned.SingleHeadAttention(5, 4, 3, rng, dtype=np.float64)
+    x = Tensor(rng.standard_normal((2, 4, 5)), requires_grad=True)
+    assert gradcheck(lambda x, *weights: head(x)[0], x, head.W_q.weight, head.W_k.weight, head.W_v.weight)
