@@ -45,7 +45,7 @@ def attention_weights(X, W_q, W_k):
 
     X: (n, d), W_q, W_k: (d, d_k). Returns A: (n, n), a plain array of X's dtype."""
     Q, K = X @ W_q, X @ W_k
-    _, weights = scaled_dot_product_attention(Q, K, K)
+    _, weights = scaled_dot_product_attention(Q, K, K)              # the values do not enter A
     return weights.data
 
 
