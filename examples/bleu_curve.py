@@ -20,7 +20,8 @@ sinusoidal positions, `nn.Transformer` without the two final LayerNorms that pos
 do not have here, the projection). Every `--eval-every` steps the clock
 stops, the weights are copied into this project's model (`export.ours_from_torch` for PyTorch)
 and the validation split is translated greedily and scored with sacrebleu, the same code for
-both. Each evaluation is a line of OUT/curve.jsonl: step, training seconds, BLEU, chrF. The run
+both. Each evaluation is a line of OUT/curve.jsonl: step, training seconds, BLEU, chrF, and the
+target tokens trained on per second of training. The run
 ends after `--steps` steps or `--max-minutes` of training, whichever comes first. PyTorch is
 needed only for --framework torch. `--plot numpy=A/curve.jsonl torch=B/curve.jsonl --figure F`
 draws curves already written.
@@ -69,7 +70,7 @@ class NumpyRun:
 class TorchRun:
     """`torch.nn.Transformer` trained by PyTorch, initialised by the recipe or copied from ours."""
 
-    def __init__(self, config, training, model_rng, init):
+    def __init__(self, config, training, model_rng, init, fused=False):
         import torch
 
         from numpy_transformer.export import torch_state
@@ -87,7 +88,7 @@ class TorchRun:
             self.model.load_state_dict({name: torch.from_numpy(array) for name, array in torch_state(self.ours).items()})
         schedule = training.learning_rate(config.d_model)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1.0 if callable(schedule) else schedule,
-                                          betas=training.betas, eps=training.eps)
+                                          betas=training.betas, eps=training.eps, fused=fused)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda t: schedule(t + 1)) \
             if callable(schedule) else None
 
@@ -130,14 +131,16 @@ def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds,
     """Train `run` for the run's steps or `max_seconds`, whichever comes first; every `eval_every`
     steps (and at the end) a validation point, also written to out/curve.jsonl."""
     training, max_len = configs["training"], configs["data"].max_len
-    curve, seconds = [], 0.0
+    curve, seconds, tokens = [], 0.0, 0
     for step, batch in enumerate(batches(data, training, data_rng), start=1):
         start = time.perf_counter()
         run.step(batch)
         seconds += time.perf_counter() - start
+        tokens += int(np.count_nonzero(batch.tgt_out != data.tokenizers[1].pad_id))
         last = step == training.steps or seconds >= max_seconds
         if step % eval_every == 0 or last:
-            curve.append(validation_point(run, data, max_len, step, seconds))
+            curve.append({**validation_point(run, data, max_len, step, seconds),
+                          "target_tokens_per_second": round(tokens / seconds)})
             log(json.dumps(curve[-1]))
             (out / "curve.jsonl").write_text("".join(json.dumps(point) + "\n" for point in curve), encoding="utf-8")
         if last:
@@ -185,6 +188,7 @@ def main(argv=None):
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--max-minutes", type=float, default=float("inf"))
     parser.add_argument("--threads", type=int, default=1, help="PyTorch's threads (BLAS's: OPENBLAS_NUM_THREADS)")
+    parser.add_argument("--fused-adam", action="store_true", help="torch: Adam(fused=True), PyTorch at its best")
     parser.add_argument("--out", default="runs/bleu-curve")
     args = parser.parse_args(argv)
     if args.plot:
@@ -202,7 +206,7 @@ def main(argv=None):
     if args.framework == "torch":
         import torch
         torch.set_num_threads(args.threads)
-        run = TorchRun(config, training_config, model_rng, init)
+        run = TorchRun(config, training_config, model_rng, init, args.fused_adam)
     else:
         run = NumpyRun(config, training_config, model_rng, prepared.train)
     out = Path(args.out)
