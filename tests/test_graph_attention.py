@@ -6,6 +6,7 @@ import pytest
 
 from autograd import Tensor, gradcheck
 from numpy_transformer.beyond_text.graph import GAT, GraphAttention, attention_graph, neighbourhood_mask
+from numpy_transformer.nn import Dropout
 
 N = 7
 # a directed graph: a ring 0 → 1 → … → 6 → 0, two chords, a duplicate and an explicit self-loop
@@ -25,7 +26,7 @@ def reseeded(module, forward):
     every call, as a gradient check needs."""
     def run(*args):
         for _, sub in module.named_modules():
-            if hasattr(sub, "p"):
+            if isinstance(sub, Dropout):
                 sub.rng = np.random.default_rng(0)
         return forward(*args)
     return run
@@ -136,5 +137,7 @@ def test_features_of_the_wrong_shape_are_clear_errors():
         layer()(Tensor(np.zeros((N, 4))), EDGES)
     with pytest.raises(ValueError, match="n_heads must be a positive integer, got 0"):
         GraphAttention(5, 3, 0, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="concat must be True .* or False .*, got 'mean'"):
+        GraphAttention(5, 3, 2, np.random.default_rng(0), concat="mean")
     with pytest.raises(ValueError, match="the graph has 7 × 7 nodes, the features 6"):
         layer()(Tensor(np.zeros((N - 1, 5))), attention_graph(EDGES, N))

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 import autograd.functional as F
-from autograd.checks import checked_integer
+from autograd.checks import checked_integer, checked_number
 from autograd.ops import segment_sum
 from numpy_transformer.attention.sparse import AttentionGraph
 from numpy_transformer.masks import additive_mask
@@ -82,7 +82,11 @@ class GraphAttention(Module):
         super().__init__()
         self.n_heads = checked_integer("GraphAttention: n_heads", n_heads, low=1)
         self.d_out = checked_integer("GraphAttention: d_out", d_out, low=1)
-        self.concat, self.slope = bool(concat), slope
+        if not isinstance(concat, bool):
+            raise TypeError(f"GraphAttention: concat must be True (heads concatenated) or False (averaged), "
+                            f"got {concat!r}")
+        self.concat = concat
+        self.slope = checked_number("GraphAttention: slope", slope, 0, 1, high_open=True)
         self.W = Linear(d_in, n_heads * d_out, rng, bias=False, dtype=dtype)
         std = math.sqrt(2 / (2 * d_out + 1))
         self.a_target = parameter(std * rng.standard_normal((n_heads, d_out)), dtype)
