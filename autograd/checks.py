@@ -73,3 +73,18 @@ def checked_token_ids(name, ids, vocab_size=None, ndim=None):
         raise ValueError(f"{name}: id {ids[position]} at position {position} (shape {ids.shape}) "
                          f"is outside the vocabulary [0, {vocab_size})")
     return ids
+
+
+def checked_segments(name, segments, n_rows, n_segments):
+    """`segments` as an integer array of shape (n_rows,) with entries in [0, n_segments): the
+    segment of each row of an (n_rows, ...) input (segment sums and softmaxes)."""
+    segments = np.asarray(getattr(segments, "data", segments))
+    if not np.issubdtype(segments.dtype, np.integer) or segments.shape != (n_rows,):
+        raise ValueError(f"{name}: segments must be an integer array of shape ({n_rows},), one segment per "
+                         f"row of the input, got {segments.dtype} of shape {segments.shape}")
+    outside = (segments < 0) | (segments >= n_segments)
+    if outside.any():
+        first = int(np.argmax(outside))
+        raise ValueError(f"{name}: segments[{first}] = {segments[first]} is outside [0, n_segments) = "
+                         f"[0, {n_segments})")
+    return segments

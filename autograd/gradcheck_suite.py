@@ -30,6 +30,7 @@ class Case:
 
 _IDS = np.array([[0, 3, 3], [1, 0, 4]])
 _TARGETS = np.array([2, 0, 4, 1])
+_SEGMENTS = np.array([2, 0, 2, 1, 2, 0])  # six rows in four segments, segment 3 empty
 _MASK = np.array([[True, False, False, True], [False, True, False, False], [True, True, False, False]])
 
 CASES = [
@@ -47,6 +48,7 @@ CASES = [
     Case("sum(axis=1)", lambda a: a.sum(axis=1), ((2, 3, 4),)),
     Case("mean(keepdims)", lambda a: a.mean(axis=(0, 2), keepdims=True), ((2, 3, 4),)),
     Case("max(axis=-1)", lambda a: a.max(axis=-1), ((3, 5),)),
+    Case("segment_sum (scatter-add)", lambda a: ops.segment_sum(a, _SEGMENTS, 4), ((6, 3),)),
     Case("reshape", lambda a: a.reshape(4, 6), ((2, 3, 4),)),
     Case("transpose / swapaxes", lambda a: a.swapaxes(0, 2), ((2, 3, 4),)),
     Case("x[1:, ::2]", lambda a: a[1:, ::2], ((3, 5),)),
@@ -57,11 +59,15 @@ CASES = [
     Case("linear x W + b (fused)", lambda x, w, b: F.linear(x, w, b), ((2, 3, 4), (4, 5), (5,))),
     Case("softmax", lambda a: F.softmax(a, axis=-1), ((3, 5),)),
     Case("softmax_composite", lambda a: F.softmax_composite(a, axis=0), ((3, 5),)),
+    Case("segment_softmax", lambda a: F.segment_softmax(a, _SEGMENTS, 4), ((6, 2),)),
+    Case("segment_softmax_composite", lambda a: F.segment_softmax_composite(a, _SEGMENTS, 4), ((6, 2),)),
     Case("log_softmax", lambda a: F.log_softmax(a, axis=-1), ((3, 5),)),
     Case("relu", lambda a: F.relu(a), ((3, 4),)),
     Case("gelu", lambda a: F.gelu(a), ((3, 4),)),
     Case("gelu (tanh)", lambda a: F.gelu(a, approximate="tanh"), ((3, 4),)),
     Case("sigmoid", lambda a: F.sigmoid(a), ((3, 4),)),
+    Case("leaky_relu", lambda a: F.leaky_relu(a, 0.2), ((3, 4),)),
+    Case("elu", lambda a: F.elu(a), ((3, 4),)),
     Case("layer_norm (thesis eq. 2)", lambda x, g, b: F.layer_norm(x, g, b), ((3, 5), (5,), (5,))),
     Case("layer_norm (torch)", lambda x, g, b: F.layer_norm(x, g, b, variant="torch"), ((3, 5), (5,), (5,))),
     Case("layer_norm_composite", lambda x, g, b: F.layer_norm_composite(x, g, b), ((3, 5), (5,), (5,))),

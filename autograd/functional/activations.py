@@ -1,5 +1,6 @@
-"""Elementwise activations: ReLU (the feed-forward network of thesis §1.2.4), GELU, and the
-logistic sigmoid (the gate of SwiGLU). Each VJP is g times the derivative at x.
+"""Elementwise activations: ReLU (the feed-forward network of thesis §1.2.4), GELU, the
+logistic sigmoid (the gate of SwiGLU), and LeakyReLU and ELU (graph attention). Each VJP is g
+times the derivative at x.
 
 | op      | forward                                   | derivative                              |
 |---------|-------------------------------------------|-----------------------------------------|
@@ -7,18 +8,23 @@ logistic sigmoid (the gate of SwiGLU). Each VJP is g times the derivative at x.
 | GELU    | x Φ(x) = ½x(1 + erf(x/√2))                | Φ(x) + x φ(x)                           |
 | GELU≈   | ½x(1 + tanh u),  u = √(2/π)(x + 0.044715x³) | ½(1 + tanh u) + ½x(1 − tanh² u) du/dx |
 | Sigmoid | σ(x) = 1 / (1 + e⁻ˣ)                      | σ(x)(1 − σ(x))                          |
+| Leaky   | x if x > 0, else slope · x                | 1 if x > 0, else slope                  |
+| ELU     | x if x > 0, else eˣ − 1                   | 1 if x > 0, else eˣ                     |
 
 Φ and φ are the standard normal CDF and density. Constants are Python floats, so a float32 x
 stays float32. Φ uses SciPy's erf in float64; in float32 (and float16, widened) it uses
 `erf_float32`, Eigen's rational approximation, eight times faster than SciPy's float32 erf and
-as accurate as float32 needs (docs/performance.md).
+as accurate as float32 needs (docs/performance.md). ELU is a composite (where and exp);
+autograd derives its VJP.
 """
 import math
 
 import numpy as np
 from scipy.special import erf
 
+from autograd.checks import checked_number
 from autograd.engine import Function, as_tensor
+from autograd.ops import masked_fill, where
 from autograd.precision import widen
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -153,6 +159,21 @@ class Sigmoid(Function):
         return (g * s * (1 - s),)
 
 
+class LeakyReLU(Function):
+    """x where x > 0, slope · x elsewhere. VJP: g where x > 0, slope · g elsewhere (slope at the
+    kink x = 0, as PyTorch)."""
+
+    def forward(self, x, slope):
+        positive = x > 0
+        self.save_for_backward(positive)
+        self.slope = slope
+        return np.where(positive, x, x * np.asarray(slope, dtype=x.dtype))
+
+    def backward(self, g):
+        (positive,) = self.saved
+        return (np.where(positive, g, g * np.asarray(self.slope, dtype=g.dtype)),)
+
+
 def relu(x):
     """max(x, 0) elementwise (the feed-forward non-linearity of thesis §1.2.4)."""
     return ReLU.apply(as_tensor(x))
@@ -168,3 +189,17 @@ def gelu(x, approximate="none"):
 def sigmoid(x):
     """The logistic function 1 / (1 + e⁻ˣ), stable for any x."""
     return Sigmoid.apply(as_tensor(x))
+
+
+def leaky_relu(x, slope=0.01):
+    """x for x > 0, slope · x otherwise (graph attention's scores use slope 0.2)."""
+    slope = checked_number("leaky_relu: slope", slope, 0, 1, high_open=True)
+    return LeakyReLU.apply(as_tensor(x), slope=slope)
+
+
+def elu(x):
+    """x for x > 0, eˣ − 1 otherwise (Clevert et al., 2016; the hidden activation of GAT). The
+    exponential sees min(x, 0), so it never overflows."""
+    x = as_tensor(x)
+    positive = x.data > 0
+    return where(positive, x, masked_fill(x, positive, 0.0).exp() - 1.0)

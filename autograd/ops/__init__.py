@@ -9,12 +9,13 @@ import numpy as np
 
 from autograd.ops.elementwise import (Add, Sub, Mul, Div, Pow, Neg, Exp, Log, Sqrt, Tanh, Where,
                                       unbroadcast)
-from autograd.ops.reductions import Sum, Max
+from autograd.checks import checked_segments
+from autograd.ops.reductions import Sum, Max, SegmentSum
 from autograd.ops.shape import Reshape, Transpose, GetItem, Concatenate
 from autograd.ops.matmul import MatMul
 
 __all__ = ["add", "sub", "mul", "div", "power", "neg", "exp", "log", "sqrt", "tanh", "where",
-           "masked_fill", "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem",
+           "masked_fill", "sum", "mean", "max", "segment_sum", "reshape", "transpose", "swapaxes", "getitem",
            "concatenate", "stack", "split", "matmul", "unbroadcast"]
 
 
@@ -85,6 +86,13 @@ def mean(x, axis=None, keepdims=False):
 
 def max(x, axis=None, keepdims=False):
     return Max.apply(x, axis=_axis(axis), keepdims=keepdims)
+
+
+def segment_sum(x, segments, n_segments):
+    """Σ of the rows of x (E, ...) within each segment: (n_segments, ...), segments (E,) integers
+    in [0, n_segments) (a scatter-add; an empty segment gives zeros)."""
+    segments = checked_segments("segment_sum", segments, x.shape[0], n_segments)
+    return SegmentSum.apply(x, segments=segments, n_segments=n_segments)
 
 
 def reshape(x, *shape):
