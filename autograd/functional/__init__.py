@@ -13,5 +13,5 @@ from autograd.functional.dropout import dropout
 from autograd.functional.embedding import embedding
 
 __all__ = ["softmax", "log_softmax", "softmax_composite", "softmax_jacobian", "segment_softmax",
-           "segment_softmax_composite", "relu", "gelu", "erf_float32", "sigmoid", "leaky_relu", "elu", "linear", "linear_composite",
-           "layer_norm", "layer_norm_composite", "cross_entropy", "dropout", "embedding"]
+           "segment_softmax_composite", "relu", "gelu", "erf_float32", "sigmoid", "leaky_relu", "elu", "linear",
+           "linear_composite", "layer_norm", "layer_norm_composite", "cross_entropy", "dropout", "embedding"]
