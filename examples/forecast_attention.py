@@ -118,7 +118,8 @@ def draw(result, path):
     lags.set(title="attention of the current day, mean over the tail", xlabel="lag (days before t)", ylabel="weight")
     lags.legend()
     image = heat.imshow(result.weights[:, ::-1].T, aspect="auto", origin="lower", cmap="viridis")
-    heat.set(title="attention α_t per forecast day (heads averaged)", xlabel="day of the tail", ylabel="lag")
+    heat.set(title="attention α_t per forecast day (heads averaged)", xlabel="day of the tail", ylabel="lag",
+             yticks=range(0, window, max(1, window // 5)))
     figure.colorbar(image, ax=heat)
     figure.savefig(path, dpi=120)
     plt.close(figure)
