@@ -122,6 +122,14 @@ def test_the_forecaster_learns_a_sine_better_than_the_naive_forecast():
     assert model_mase < 0.7 * naive_mase
 
 
+def test_the_forecaster_trains_and_forecasts_in_float32():
+    model = forecaster(window=6, horizon=2)
+    inputs, targets = sliding_windows(noisy_sine(40), 6, horizon=2)             # float64 arrays
+    train_forecaster(model, inputs, targets, np.random.default_rng(0), steps=2)
+    assert forecast(model, inputs).dtype == np.float32
+    assert all(p.dtype == np.float32 for p in model.parameters())
+
+
 def test_attention_over_history_is_one_distribution_over_the_window_per_forecast():
     model = forecaster(window=6)
     weights = attention_over_history(model, sliding_windows(noisy_sine(30), 6)[0])
@@ -153,6 +161,12 @@ def test_other_bad_inputs_are_refused():
         mean_absolute_scaled_error(np.zeros(3), np.zeros(2), np.arange(5.0))
     with pytest.raises(ValueError, match="must have at least two values and change"):
         mean_absolute_scaled_error(np.zeros(3), np.zeros(3), np.ones(5))
+    with pytest.raises(ValueError, match="window must be a positive integer, got 0"):
+        forecaster(window=0)
+    with pytest.raises(ValueError, match="positions must be 'learned' or 'sinusoidal', got 'rotary'"):
+        forecaster(positions="rotary")
+    with pytest.raises(ValueError, match="order must be a positive integer, got 0"):
+        fit_linear_autoregression(np.arange(20.0), order=0)
     with pytest.raises(ValueError, match="standard deviation"):
         Standardiser.fit(np.ones(10))
     with pytest.raises(ValueError, match="cannot determine 4 coefficients"):

@@ -12,6 +12,7 @@ training part did.
 """
 import numpy as np
 
+from autograd.checks import checked_integer
 from numpy_transformer.beyond_text.time_series import sliding_windows
 
 __all__ = ["naive_forecast", "fit_linear_autoregression", "linear_autoregression_forecast",
@@ -27,6 +28,7 @@ def naive_forecast(inputs, horizon=1):
 def fit_linear_autoregression(training_series, order):
     """[c, φ_1, …, φ_p] minimising Σ_t (x_t − c − Σ_k φ_k x_{t−k})² over the training series
     (np.linalg.lstsq): a float64 array of shape (order + 1,)."""
+    order = checked_integer("fit_linear_autoregression: order", order, low=1)
     inputs, targets = sliding_windows(np.asarray(training_series, dtype=np.float64), order)
     if len(inputs) < order + 1:
         raise ValueError(f"fit_linear_autoregression: {len(inputs)} windows cannot determine {order + 1} "

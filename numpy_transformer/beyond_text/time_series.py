@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autograd import no_grad
+from autograd.checks import checked_integer
 from autograd.optim import Adam
 from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.nn import Linear, Module
@@ -50,9 +51,8 @@ def sliding_windows(series, window, horizon=1):
     series = np.asarray(series)
     if series.ndim != 1:
         raise ValueError(f"sliding_windows: series must be 1-D (n,), got shape {series.shape}")
-    for name, value in (("window", window), ("horizon", horizon)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"sliding_windows: {name} must be a positive integer, got {value!r}")
+    window = checked_integer("sliding_windows: window", window, low=1)
+    horizon = checked_integer("sliding_windows: horizon", horizon, low=1)
     count = len(series) - window - horizon + 1
     if count < 1:
         raise ValueError(f"sliding_windows: a series of length {len(series)} has no window of {window} values "
@@ -96,7 +96,10 @@ class TemporalAttentionForecaster(Module):
 
     def __init__(self, window, rng, horizon=1, d_model=32, n_heads=4, positions="learned", dtype=np.float32):
         super().__init__()
-        self.window, self.horizon = window, horizon
+        self.window = checked_integer("TemporalAttentionForecaster: window", window, low=1)
+        self.horizon = checked_integer("TemporalAttentionForecaster: horizon", horizon, low=1)
+        if positions not in ("learned", "sinusoidal"):
+            raise ValueError(f"TemporalAttentionForecaster: positions must be 'learned' or 'sinusoidal', got {positions!r}")
         self.value_embedding = Linear(1, d_model, rng, dtype=dtype)
         self.positions = PositionalEncoding(d_model, window, 0.0, rng, kind=positions, dtype=dtype)
         self.attention = MultiHeadAttention(d_model, n_heads, rng, dtype=dtype)
