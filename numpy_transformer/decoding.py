@@ -236,14 +236,17 @@ class _Hypotheses:
     length: np.ndarray      # (B, k) |y|: the terms of log_prob
     score: np.ndarray       # (B, k) log_prob / lp(|y|); −∞ for an empty slot
 
+    def arrays(self):
+        """The four arrays, in field order (dataclasses.astuple would deep-copy them)."""
+        return self.tokens, self.log_prob, self.length, self.score
+
     def take(self, index):
         """The hypotheses index[b, j] of each sentence b: index (B, k′) → k′ per sentence."""
         return _Hypotheses(*(np.take_along_axis(array, index if array.ndim == 2 else index[..., None], axis=1)
-                             for array in dataclasses.astuple(self)))
+                             for array in self.arrays()))
 
     def join(self, other):
-        return _Hypotheses(*(np.concatenate(pair, axis=1)
-                             for pair in zip(dataclasses.astuple(self), dataclasses.astuple(other))))
+        return _Hypotheses(*(np.concatenate(pair, axis=1) for pair in zip(self.arrays(), other.arrays())))
 
     def best(self, k):
         """The k best by score, in order (ties: the earlier first)."""

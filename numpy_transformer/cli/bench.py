@@ -10,12 +10,15 @@
 - `decode` times greedy decoding of 64 tokens with and without the key/value cache
   (numpy_transformer.benchmarks.decode);
 - `pretrained` loads a GPT-2-small-sized model in Hugging Face format and generates with it,
-  against `transformers` (numpy_transformer.benchmarks.pretrained).
+  against `transformers` (numpy_transformer.benchmarks.pretrained);
+- `latency` translates one sentence (beam 4) and generates 64 tokens from one prompt, against
+  the same weights in PyTorch decoded incrementally (numpy_transformer.benchmarks.latency).
 
 docs/performance.md gives their figures. `--threads` (alias `--blas-threads`) fixes the BLAS
 thread count before NumPy loads; where NumPy is already loaded with another count (a caller in
 the same process), the benchmark runs in a child process instead.
 """
+import importlib
 import json
 import os
 import subprocess
@@ -26,7 +29,8 @@ from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, non_negative_int
 
 
 def add_parser(commands):
-    """Add `bench attention | train-step | decode | memory | precision | pretrained` to the CLI's subcommands."""
+    """Add `bench attention | train-step | decode | memory | precision | pretrained | latency` to the CLI's
+    subcommands."""
     bench = commands.add_parser("bench", help="measure the attention variants, a training step against PyTorch, "
                                               "decoding with and without the cache, gradient checkpointing's memory, "
                                               "mixed precision, loading a pretrained model")
@@ -56,6 +60,13 @@ def add_parser(commands):
     pretrained.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
     _add_threads_argument(pretrained)
     pretrained.set_defaults(run=bench_pretrained_command)
+    latency = benchmarks.add_parser(
+        "latency", help="one sentence at a time against PyTorch's incremental decoder: translate with a beam "
+                        "of 4, generate 64 tokens")
+    latency.add_argument("--runs", type=positive_integer, default=7, help="timed runs of each (default 7)")
+    latency.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
+    _add_threads_argument(latency)
+    latency.set_defaults(run=bench_latency_command)
 
 
 def _add_threads_argument(parser, what="threads of BLAS and of PyTorch"):
@@ -147,19 +158,25 @@ def bench_attention_command(args):
     return 0
 
 
-def bench_pretrained_command(args):
-    """Load and run a GPT-2-small-sized model here and in transformers; with --json the last line
-    is the JSON of the results."""
-    status = _rerun_with_blas_threads(args.blas_threads, ["pretrained", "--runs", str(args.runs),
-                                                          *(["--json"] if args.json else [])])
-    if status is not None:
-        return status
-    from numpy_transformer.benchmarks.pretrained import run
+def _runs_command(benchmark):
+    """The command of a benchmark with the options --runs and --json: numpy_transformer.benchmarks.
+    <benchmark>.run(threads, runs, log), with --json a last line holding its results as JSON."""
+    def command(args):
+        status = _rerun_with_blas_threads(args.blas_threads, [benchmark, "--runs", str(args.runs),
+                                                              *(["--json"] if args.json else [])])
+        if status is not None:
+            return status
+        run = importlib.import_module(f"numpy_transformer.benchmarks.{benchmark}").run
+        results = run(args.blas_threads, args.runs, log=lambda line: print(line, flush=True))
+        if args.json:
+            print(json.dumps(results))
+        return 0
+    command.__doc__ = f"Run `numpy-transformer bench {benchmark}` (see numpy_transformer.benchmarks.{benchmark})."
+    return command
 
-    results = run(args.blas_threads, args.runs, log=lambda line: print(line, flush=True))
-    if args.json:
-        print(json.dumps(results))
-    return 0
+
+bench_pretrained_command = _runs_command("pretrained")
+bench_latency_command = _runs_command("latency")
 
 
 def bench_memory_command(args):

@@ -1,0 +1,236 @@
+"""One sentence at a time against PyTorch: `numpy-transformer bench latency`.
+
+What a user waits for: `numpy-transformer translate` of one sentence with a beam of 4, and
+`numpy-transformer generate` of 64 tokens from one prompt. Both are measured on the models of
+`bench train-step` ("default": the default training run's encoder-decoder; "gpt-default": the
+lm preset's decoder-only model), random weights, evaluation mode, tokenization aside:
+
+- translate: a source of 12 tokens, `beam_search` with 4 beams for exactly 20 steps (an
+  end-of-sentence id the search never lets into its beam, found as `bench decode` finds one);
+- generate: an 8-token prompt, 64 greedy tokens by `sampling.generate`.
+
+PyTorch decodes the same weights (`export.torch_state` into `torch_reference`'s modules) with
+the incremental decoder a PyTorch user writes for speed: the encoder once; then at every step
+each layer runs on the new position only, its self-attention appending the new keys and values
+to a cache and its cross-attention reading the memory's keys and values projected once
+(`F.linear` on the layers' own weights, `F.scaled_dot_product_attention`); the beam keeps the
+top 4 of the 4 · V extensions and reorders the cache with `index_select`. Both must produce the
+same tokens. The figure is the median wall time of a few runs per sentence, the two frameworks
+alternated, at the threads of `--threads`.
+"""
+import dataclasses
+import statistics
+import time
+
+import numpy as np
+
+from numpy_transformer.benchmarks.configs import CONFIGS, PAD_ID, SOS_ID
+from numpy_transformer.benchmarks.train_step import import_torch
+
+SOURCE_TOKENS, BEAM, STEPS = 12, 4, 20
+PROMPT, NEW_TOKENS = 8, 64
+
+
+def translation_case(name="default", seed=0):
+    """(model, source (1, 12), eos_id): the model of the encoder-decoder configuration `name` and
+    an end-of-sentence id with which beam search runs all STEPS steps."""
+    from numpy_transformer.benchmarks.decode import build_model
+
+    return beam_case(build_model(CONFIGS[name], seed), seed)
+
+
+def beam_case(model, seed=0):
+    """(model, source, eos_id) for an encoder-decoder `model`: a random source of SOURCE_TOKENS
+    tokens and an end-of-sentence id with which beam search runs all STEPS steps."""
+    from numpy_transformer.decoding import beam_search_n_best
+
+    source = np.random.default_rng(seed).integers(3, model.config.src_vocab_size, (1, SOURCE_TOKENS))
+    for eos_id in range(2, model.config.tgt_vocab_size):
+        if eos_id == PAD_ID or eos_id == SOS_ID:
+            continue
+        n_best = beam_search_n_best(model, source, SOS_ID, eos_id, BEAM, max_len=STEPS)[0]
+        if all(len(h.tokens) == STEPS and not h.finished for h in n_best):
+            return model, source, eos_id
+    raise RuntimeError("no end-of-sentence id lets the beam run to its length limit")
+
+
+def numpy_translate(model, source, eos_id):
+    from numpy_transformer.decoding import beam_search
+    return beam_search(model, source, SOS_ID, eos_id, BEAM, max_len=STEPS)[0]
+
+
+def generation_case(name="gpt-default", seed=0):
+    """(model, prompt (1, 8)): the model of the decoder-only configuration `name`."""
+    from numpy_transformer.language_model import DecoderOnlyTransformer
+
+    config = CONFIGS[name]
+    lm_config = dataclasses.replace(config.language_model_config(), max_len=PROMPT + NEW_TOKENS)
+    model = DecoderOnlyTransformer(lm_config, np.random.default_rng(seed)).eval()
+    return model, np.random.default_rng(seed).integers(3, config.tgt_vocab, (1, PROMPT))
+
+
+def numpy_generate(model, prompt):
+    from numpy_transformer.sampling import generate
+    return generate(model, prompt, NEW_TOKENS, np.random.default_rng(0), temperature=0)[0][PROMPT:]
+
+
+class TorchIncremental:
+    """A PyTorch model of `torch_reference` decoded one position at a time with a key/value
+    cache: `step(ids, start)` → the logits of the new positions' last one, (rows, V)."""
+
+    def __init__(self, torch, module, layers, embedding, positions, scale, project, memory=None):
+        self.torch, self.F = torch, torch.nn.functional
+        self.module, self.layers, self.embedding, self.positions = module, layers, embedding, positions
+        self.scale, self.project, self.memory = scale, project, memory
+        self.cache = [{} for _ in layers]
+
+    def attention(self, mha, x, cache, memory=None):
+        """nn.MultiheadAttention `mha` of the new positions x: self-attention over the cached
+        keys and values and x's own (memory None; several positions only on the first call), or
+        cross-attention over the memory."""
+        F, d = self.F, x.shape[-1]
+        heads = lambda t: t.unflatten(-1, (mha.num_heads, d // mha.num_heads)).transpose(1, 2)  # noqa: E731
+        q = heads(F.linear(x, mha.in_proj_weight[:d], mha.in_proj_bias[:d]))
+        if memory is None or "k" not in cache:
+            source = x if memory is None else memory
+            k, v = (heads(t) for t in F.linear(source, mha.in_proj_weight[d:], mha.in_proj_bias[d:]).chunk(2, -1))
+            if memory is None and "k" in cache:
+                k, v = self.torch.cat([cache["k"], k], 2), self.torch.cat([cache["v"], v], 2)
+            cache["k"], cache["v"] = k, v
+        causal = memory is None and q.shape[2] > 1                     # a prompt: its positions see their past only
+        out = F.scaled_dot_product_attention(q, cache["k"], cache["v"], is_causal=causal)
+        return F.linear(out.transpose(1, 2).flatten(-2), mha.out_proj.weight, mha.out_proj.bias)
+
+    def layer(self, layer, x, cache):
+        """One nn.TransformerDecoderLayer (memory given) or nn.TransformerEncoderLayer (causal)."""
+        sublayers = [(layer.norm1, lambda h: self.attention(layer.self_attn, h, cache.setdefault("self", {})))]
+        if self.memory is not None:
+            sublayers.append((layer.norm2, lambda h: self.attention(layer.multihead_attn, h, cache.setdefault(
+                "cross", {}), self.memory)))
+        last_norm = layer.norm3 if self.memory is not None else layer.norm2
+        sublayers.append((last_norm, lambda h: layer.linear2(layer.activation(layer.linear1(h)))))
+        for norm, sublayer in sublayers:
+            x = x + sublayer(norm(x)) if layer.norm_first else norm(x + sublayer(x))
+        return x
+
+    def step(self, ids, start):
+        x = self.embedding(ids) * self.scale + self.positions[start:start + ids.shape[1]]
+        for layer, cache in zip(self.layers, self.cache):
+            x = self.layer(layer, x, cache)
+        return self.project(x[:, -1])
+
+    def select(self, rows):
+        """Keep the self-attention caches' rows `rows` (the beams' parents; every beam shares the
+        memory, so the cross-attention's keys and values stay)."""
+        for layer_cache in self.cache:
+            cache = layer_cache["self"]
+            cache["k"], cache["v"] = cache["k"].index_select(0, rows), cache["v"].index_select(0, rows)
+
+
+def torch_translator(torch, model):
+    """The encoder-decoder `model`'s weights in torch_reference.torch_transformer."""
+    from numpy_transformer.export import torch_state
+    from numpy_transformer.torch_reference import torch_transformer
+
+    reference = torch_transformer(model.config).eval()
+    reference.load_state_dict({name: torch.from_numpy(array) for name, array in torch_state(model).items()})
+    return reference
+
+
+def torch_translate(torch, reference, source, pad_id):
+    """Beam search of BEAM beams for STEPS steps, incremental; the best hypothesis's tokens."""
+    with torch.inference_mode():
+        src = torch.from_numpy(source)
+        positions = reference.P if hasattr(reference, "P") else reference.tgt_P
+        src_P = reference.P if hasattr(reference, "P") else reference.src_P
+        memory = reference.transformer.encoder(reference.src_embedding(src) * reference.scale + src_P[:src.shape[1]])
+        head = (lambda y: y @ reference.tgt_embedding.weight.T) if reference.projection is None else reference.projection
+        final_norm = reference.transformer.decoder.norm or (lambda y: y)              # pre-norm stacks end with one
+        decoder = TorchIncremental(torch, reference, reference.transformer.decoder.layers, reference.tgt_embedding,
+                                   positions, reference.scale, lambda y: head(final_norm(y)),
+                                   memory.expand(BEAM, -1, -1))
+        scores = torch.full((BEAM,), -float("inf"), dtype=torch.float64)
+        scores[0] = 0.0
+        tokens = torch.full((BEAM, 1), SOS_ID, dtype=torch.int64)
+        for t in range(STEPS):
+            log_p = torch.log_softmax(decoder.step(tokens[:, -1:], t), -1).double()
+            log_p[:, pad_id] = -float("inf")
+            scores, index = (scores[:, None] + log_p).flatten().topk(BEAM)
+            parents, words = index // log_p.shape[1], index % log_p.shape[1]
+            tokens = torch.cat([tokens[parents], words[:, None]], 1)
+            decoder.select(parents)
+        return tokens[0, 1:].tolist()
+
+
+def torch_generator(torch, model):
+    from numpy_transformer.export import torch_state
+    from numpy_transformer.torch_reference import torch_decoder_only
+
+    reference = torch_decoder_only(model.config).eval()
+    reference.load_state_dict({name: torch.from_numpy(array) for name, array in torch_state(model).items()})
+    return reference
+
+
+def torch_generate(torch, reference, prompt):
+    """NEW_TOKENS greedy tokens after `prompt`, incremental."""
+    with torch.inference_mode():
+        head = (lambda h: h @ reference.embedding.weight.T) if reference.head is None else reference.head
+        final_norm = reference.stack.norm or (lambda h: h)
+        decoder = TorchIncremental(torch, reference, reference.stack.layers, reference.embedding,
+                                   reference.positions, reference.scale, lambda h: head(final_norm(h)))
+        step_input, start, generated = torch.from_numpy(prompt), 0, []
+        for _ in range(NEW_TOKENS):
+            logits = decoder.step(step_input, start)
+            logits[:, PAD_ID] = -float("inf")
+            token = logits.argmax(-1)
+            generated.append(int(token[0]))
+            start += step_input.shape[1]
+            step_input = token[:, None]
+        return generated
+
+
+def time_alternated(calls, runs):
+    """{name: [seconds…]} and {name: output} of the zero-argument `calls`, alternated."""
+    times, outputs = {name: [] for name in calls}, {}
+    for _ in range(runs):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            outputs[name] = call()
+            times[name].append(time.perf_counter() - start)
+    return times, outputs
+
+
+def run(threads=1, runs=7, log=print, configs=("default", "gpt-default")):
+    """Measure both tasks on the models of `configs` (an encoder-decoder and a decoder-only
+    configuration), print a line each; return the result dicts."""
+    torch = import_torch(threads)
+    model, source, eos_id = translation_case(configs[0])
+    lm, prompt = generation_case(configs[1])
+    tasks = {"translate": {"numpy": lambda: numpy_translate(model, source, eos_id)},
+             "generate": {"numpy": lambda: numpy_generate(lm, prompt)}}
+    if torch is not None:
+        reference, generator = torch_translator(torch, model), torch_generator(torch, lm)
+        tasks["translate"]["torch"] = lambda: torch_translate(torch, reference, source, model.config.pad_id)
+        tasks["generate"]["torch"] = lambda: torch_generate(torch, generator, prompt)
+    results = []
+    for task, calls in tasks.items():
+        time_alternated(calls, 1)                                               # warm-up
+        times, outputs = time_alternated(calls, runs)
+        ms = {name: statistics.median(seconds) * 1e3 for name, seconds in times.items()}
+        result = {"task": task, "config": configs[task == "generate"], "threads": threads, "numpy_ms": round(ms["numpy"], 1),
+                  "torch_ms": round(ms["torch"], 1) if "torch" in ms else None,
+                  "same_tokens": outputs.get("torch", outputs["numpy"]) == outputs["numpy"]}
+        results.append(result)
+        log(describe(result))
+    return results
+
+
+def describe(result):
+    what = {"translate": f"translate one sentence of {SOURCE_TOKENS} tokens, beam {BEAM}, {STEPS} steps",
+            "generate": f"generate {NEW_TOKENS} tokens after {PROMPT}, greedy"}[result["task"]] + f" ({result['config']})"
+    line = f"{what}, {result['threads']} thread(s): NumPy {result['numpy_ms']:.1f} ms"
+    if result["torch_ms"] is None:
+        return line + " (PyTorch not installed: `pip install torch==2.13.0` adds the comparison)"
+    ratio = result["numpy_ms"] / result["torch_ms"]
+    same = "the same tokens" if result["same_tokens"] else "DIFFERENT tokens"
+    return line + f", PyTorch incremental {result['torch_ms']:.1f} ms, NumPy / PyTorch {ratio:.2f}× ({same})"

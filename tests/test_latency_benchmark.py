@@ -1,0 +1,65 @@
+"""`numpy-transformer bench latency`: the PyTorch incremental decoder it races against decodes the
+same weights into the same tokens as this project's beam search and generation (post-norm and
+pre-norm, sinusoidal and learned positions, tied and untied projections), and the command runs
+end to end on the tiny configurations. No timing is asserted."""
+import numpy as np
+import pytest
+
+from numpy_transformer.benchmarks import latency
+from numpy_transformer.benchmarks.configs import PAD_ID
+from numpy_transformer.config import TransformerConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.model import Transformer
+
+OPTIONS = [dict(), dict(norm_placement="pre", norm_variant="torch", positional="learned", tie_embeddings=True,
+                        activation="gelu")]
+
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("options", OPTIONS, ids=["post-norm", "pre-norm-learned-tied"])
+def test_the_pytorch_incremental_beam_search_finds_this_project_s_tokens(torch, options):
+    config = TransformerConfig(50, 60, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2, n_decoder_layers=2,
+                               dropout=0.1, pad_id=PAD_ID, **options)
+    model, source, eos_id = latency.beam_case(Transformer(config, np.random.default_rng(3)).eval())
+    ours = latency.numpy_translate(model, source, eos_id)
+    assert len(ours) == latency.STEPS
+    assert latency.torch_translate(torch, latency.torch_translator(torch, model), source, PAD_ID) == ours
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("options", [dict(), dict(norm_placement="post", positional="sinusoidal")],
+                         ids=["lm-defaults", "post-norm-sinusoidal"])
+def test_the_pytorch_incremental_generation_finds_this_project_s_tokens(torch, options):
+    config = LanguageModelConfig(60, d_model=16, n_heads=2, d_ff=32, n_layers=2, pad_id=PAD_ID,
+                                 max_len=latency.PROMPT + latency.NEW_TOKENS, **options)
+    model = DecoderOnlyTransformer(config, np.random.default_rng(2)).eval()
+    prompt = np.random.default_rng(0).integers(3, 60, (1, latency.PROMPT))
+    ours = latency.numpy_generate(model, prompt)
+    assert len(ours) == latency.NEW_TOKENS and len(set(ours)) > 1
+    assert latency.torch_generate(torch, latency.torch_generator(torch, model), prompt) == ours
+
+
+def test_bench_latency_runs_on_the_tiny_configurations_and_says_what_it_compared():
+    lines = []
+    results = latency.run(threads=1, runs=1, log=lines.append, configs=("tiny", "gpt-tiny"))
+    assert [(r["task"], r["config"]) for r in results] == [("translate", "tiny"), ("generate", "gpt-tiny")]
+    assert all(r["numpy_ms"] > 0 for r in results)
+    assert lines[0].startswith("translate one sentence of 12 tokens, beam 4, 20 steps (tiny)")
+    for result, line in zip(results, lines):
+        if result["torch_ms"] is None:
+            assert "PyTorch not installed" in line
+        else:
+            assert result["same_tokens"] and "the same tokens" in line
+
+
+def test_the_command_line_has_bench_latency():
+    from numpy_transformer.cli import build_parser
+    from numpy_transformer.cli.bench import bench_latency_command
+
+    args = build_parser().parse_args(["bench", "latency", "--threads", "2", "--json"])
+    assert (args.runs, args.blas_threads, args.json, args.run) == (7, 2, True, bench_latency_command)
