@@ -33,8 +33,8 @@ memory and of the analytic FLOP count over the same sizes. The FLOP exponent is 
 formulas above predict for the sizes measured: the notes' exponent is the limit of one term,
 and a sum such as 4 T d² + 2 T² d has the local exponent 1 + 2T²d / (4Td² + 2T²d) in T, which is
 2 only when T ≫ 2d. So the sweeps sit where the notes' term dominates: attention's T sweep and
-its d sweep keep T ≥ 4d, the layer's d sweep keeps d ≥ T/4 (its T d² term then outweighs
-2 T² d by 6d/T ≥ 1.5). Below such sizes the measured exponent is smaller than the notes' for a
+its d sweep keep T ≥ 4d (2 T² d ≥ 2 · 4 T d²), the layer's d sweep keeps d ≥ T/2 (its 12 T d²
+then outweighs 2 T² d by 6d/T ≥ 3). Below such sizes the measured exponent is smaller than the notes' for a
 reason in the formulas, not in the code; and time adds effects the multiply-add count does not
 see: Python's fixed cost per op at small sizes, the BLAS running faster on bigger products
 (GFLOP/s grows with d), and the T² elementwise passes of the softmax, which cost time in
@@ -141,7 +141,7 @@ class Sweep:
         return f"{self.axis} = {', '.join(map(str, self.values))} at {other} = {self.fixed}"
 
 
-SWEEPS = (                            # the default run: about a minute on one core
+SWEEPS = (                            # the default run: about 30 s of one core's time
     Sweep("attention", "T", 64, (256, 512, 1024, 2048, 4096)),       # T ≥ 4d: 2T²d ≥ 2 · 4Td²
     Sweep("attention", "d", 2048, (32, 64, 128, 256, 512)),          # T ≥ 4d
     Sweep("feed-forward", "T", 128, (256, 512, 1024, 2048, 4096)),
@@ -235,12 +235,16 @@ def cache_bytes(cache):
     return sum(cache_bytes(value) if isinstance(value, dict) else value.data.nbytes for value in cache.values())
 
 
+def decoder_only(config):
+    """True for a LanguageModelConfig (one stack, one vocabulary), False for a TransformerConfig."""
+    return not hasattr(config, "n_decoder_layers")
+
+
 def build_cache_model(config, seed=0):
     from numpy_transformer.language_model import DecoderOnlyTransformer
     from numpy_transformer.model import Transformer
 
-    model_class = Transformer if hasattr(config, "n_decoder_layers") else DecoderOnlyTransformer
-    return model_class(config, np.random.default_rng(seed)).eval()
+    return (DecoderOnlyTransformer if decoder_only(config) else Transformer)(config, np.random.default_rng(seed)).eval()
 
 
 def decode_with_cache(model, n_tokens, seed=0):
@@ -249,18 +253,15 @@ def decode_with_cache(model, n_tokens, seed=0):
     decoder layer i, cache[i] = {"k", "v"} (decoder-only) or {"self": {…}, "cross": {…}}."""
     from numpy_transformer.decoding import IncrementalDecoder
 
-    rng = np.random.default_rng(seed)
-    config = model.config
-    vocabulary = config.vocab_size if hasattr(config, "vocab_size") else config.tgt_vocab_size
-    tokens = rng.integers(3, vocabulary, (1, n_tokens))
-    if hasattr(config, "vocab_size"):
-        cache = {}
+    rng, config = np.random.default_rng(seed), model.config
+    if decoder_only(config):
+        tokens, cache = rng.integers(3, config.vocab_size, (1, n_tokens)), {}
         for t in range(n_tokens):
             model(tokens[:, t:t + 1], cache, t)
         return cache
     decoder = IncrementalDecoder(model, rng.integers(3, config.src_vocab_size, (1, n_tokens)))
-    for t in range(n_tokens):
-        decoder.log_probs(tokens[:, t])
+    for token in rng.integers(3, config.tgt_vocab_size, n_tokens):
+        decoder.log_probs(np.array([token]))
     return decoder.cache
 
 
@@ -274,7 +275,7 @@ def measure_cache(cache_model, n_tokens=DECODED):
     config = cache_model.config()
     model = build_cache_model(config)
     cache = decode_with_cache(model, n_tokens)
-    layers, sequences = len(cache), 1 if hasattr(config, "vocab_size") else 2
+    layers, sequences = len(cache), 1 if decoder_only(config) else 2
     per_token = cache_bytes(cache) / (n_tokens * layers * sequences)
     itemsize = np.dtype(config.dtype).itemsize
     return {"model": cache_model.name, "layers": layers, "d_model": config.d_model, "max_len": config.max_len,
@@ -304,6 +305,8 @@ def run(sweeps=SWEEPS, cache_models=CACHE_MODELS, repeats=5, plot_path=None, log
     log(why_exponents_differ(results))
     log("")
     log(cache_table(results["cache"]))
+    log("")
+    log(cache_verdict(results["cache"]))
     if plot_path is not None:
         log(f"\nwrote {plot(results['sweeps'], plot_path)}")
     return results
@@ -337,9 +340,9 @@ def why_exponents_differ(results):
         "at small sizes Python's fixed cost per op flattens it, and the BLAS's speed changes with the shape (the",
         "GFLOP/s column). Attention's T² work is partly elementwise (softmax, its VJP: H·T² values, not T²·d),",
         "and its memory is H·T² (H = 4 heads here) plus T·d terms; memory leaves out the parameters' gradients.",
-        f"Timings are medians of {results['repeats']} runs on one BLAS thread; load average {before:.2f} at the start "
-        f"and {after:.2f} at the end on {os.cpu_count()} cores: other processes shared the machine, so single "
-        f"points are noisy."])
+        f"Timings are medians of {results['repeats']} runs on one BLAS thread; load average {before:.2f} at the start",
+        f"and {after:.2f} at the end on {os.cpu_count()} cores (above the core count, other processes shared them:",
+        "single points are then noisy)."])
 
 
 def cache_table(cache_results):
@@ -353,8 +356,21 @@ def cache_table(cache_results):
         lines.append(f"| {r['model']} | {r['layers']}, {r['d_model']} | {r['bytes_per_token_per_layer']:,.0f} "
                      f"({r['expected_bytes_per_token_per_layer']:,}) | {_megabytes(r['cache_bytes_at_max_len'])} "
                      f"at {r['max_len']} tokens | {_megabytes(r['parameter_bytes'])} | {ratio:.1%} "
-                     f"| {1 / ratio:,.0f} |")
+                     f"| {1 / ratio:,.1f} |")
     return "\n".join(lines)
+
+
+def cache_verdict(cache_results):
+    """The notes' sentence on the cache's memory against the measurement."""
+    ratios = [r["cache_bytes_at_max_len"] / r["parameter_bytes"] for r in cache_results]
+    largest = max(cache_results, key=lambda r: r["cache_bytes_at_max_len"])
+    sequences = largest["parameter_bytes"] / largest["cache_bytes_at_max_len"]
+    return "\n".join([
+        "The notes: KV caching \"comes at a high memory cost\". Measured: 2·d·4 bytes per token per layer (a key",
+        f"and a value of width d, float32); one sequence at its longest holds {min(ratios):.1%} to {max(ratios):.1%}",
+        "of the parameters' bytes here. The cost is per sequence and per token, batch × length × layers × 2d × 4:",
+        f"{sequences:.1f} sequences of {largest['max_len']} tokens of {largest['model']} hold as much as its parameters.",
+        "What it buys in decoding time is `bench decode`'s measurement."])
 
 
 def _megabytes(n_bytes):
