@@ -225,7 +225,8 @@ def _gpt2_small():
 
 
 CACHE_MODELS = (_preset_model("default", "default"), _preset_model("thesis-8-heads", "thesis"),
-                _preset_model("base", "base"), _preset_model("lm", "gpt-default"), CacheModel("GPT-2 small", _gpt2_small))
+                _preset_model("base", "base"), _preset_model("lm", "gpt-default"),
+                CacheModel("GPT-2 small", _gpt2_small))
 QUICK_CACHE_MODELS = (_preset_model("default", "default"), _preset_model("lm", "gpt-default"))
 DECODED = 8                          # tokens decoded before the cache is measured
 
@@ -323,7 +324,8 @@ def complexity_table(sweep_results):
         values = [p[r["axis"]] for p in points]
         other = "d" if r["axis"] == "T" else "T"
         rates = [p["flops"] / p["seconds"] / 1e9 for p in points]
-        lines.append(f"| {c.name} | {c.time} · {c.compute} · {c.memory} | {r['axis']} = {values[0]} … {values[-1]}, "
+        lines.append(f"| {c.name} | {c.time} · {c.compute} · {c.memory} "
+                     f"| {r['axis']} = {values[0]} … {values[-1]}, "
                      f"{other} = {r['fixed']} | {r['claimed']['compute']} · {r['claimed']['memory']} "
                      f"| {e['flops']:.2f} | {e['seconds']:.2f} | {e['peak_bytes']:.2f} "
                      f"| {rates[0]:.1f} → {rates[-1]:.1f} |")
@@ -340,7 +342,8 @@ def why_exponents_differ(results):
         "at small sizes Python's fixed cost per op flattens it, and the BLAS's speed changes with the shape (the",
         "GFLOP/s column). Attention's T² work is partly elementwise (softmax, its VJP: H·T² values, not T²·d),",
         "and its memory is H·T² (H = 4 heads here) plus T·d terms; memory leaves out the parameters' gradients.",
-        f"Timings are medians of {results['repeats']} runs on one BLAS thread; load average {before:.2f} at the start",
+        f"Timings: the median of {results['repeats']} timed runs per size, one BLAS thread; load average "
+        f"{before:.2f} at the start",
         f"and {after:.2f} at the end on {os.cpu_count()} cores (above the core count, other processes shared them:",
         "single points are then noisy)."])
 
@@ -369,7 +372,8 @@ def cache_verdict(cache_results):
         "The notes: KV caching \"comes at a high memory cost\". Measured: 2·d·4 bytes per token per layer (a key",
         f"and a value of width d, float32); one sequence at its longest holds {min(ratios):.1%} to {max(ratios):.1%}",
         "of the parameters' bytes here. The cost is per sequence and per token, batch × length × layers × 2d × 4:",
-        f"{sequences:.1f} sequences of {largest['max_len']} tokens of {largest['model']} hold as much as its parameters.",
+        f"{sequences:.1f} sequences of {largest['max_len']} tokens of {largest['model']} hold as much as its "
+        "parameters.",
         "What it buys in decoding time is `bench decode`'s measurement."])
 
 
