@@ -8,6 +8,7 @@
 | decode.py          | greedy decoding with and without the key/value cache                      |
 | configs.py         | the model configurations and batches the last two measure                 |
 | memory.py          | gradient checkpointing: activation memory and time against the depth L    |
+| complexity.py      | the complexity notes' table (FLOPs, time, memory against T, d); KV cache  |
 
-docs/performance.md and docs/chapter2.md give their figures.
+docs/performance.md, docs/chapter2.md and docs/theory.md give their figures.
 """

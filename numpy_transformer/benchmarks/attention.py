@@ -109,24 +109,31 @@ def forward_backward(attention, q, k, v, g):
         x.grad = None
 
 
+def time_and_peak(step, repeats):
+    """([seconds of each of `repeats` timed calls of step()], the peak bytes allocated during one
+    more call, by tracemalloc), after one untimed warm-up call."""
+    step()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    tracemalloc.start()
+    try:
+        step()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return times, peak
+
+
 def measure(variant, n, seed=0):
     """(best time in seconds, peak bytes) of one forward + backward of `variant` at length n."""
     rng = np.random.default_rng(seed)
     q, k, v = (Tensor(rng.standard_normal((1, n, D_HEAD)).astype(np.float32), requires_grad=True) for _ in range(3))
     g = rng.standard_normal((1, n, D_HEAD)).astype(np.float32)
     attention = variant.setup(n, rng)
-    forward_backward(attention, q, k, v, g)                                   # warm-up
-    times = []
-    for _ in range(repeats(n)):
-        start = time.perf_counter()
-        forward_backward(attention, q, k, v, g)
-        times.append(time.perf_counter() - start)
-    tracemalloc.start()
-    try:
-        forward_backward(attention, q, k, v, g)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    times, peak = time_and_peak(lambda: forward_backward(attention, q, k, v, g), repeats(n))
     return min(times), peak
 
 

@@ -15,13 +15,11 @@ forward pass.
 """
 import json
 import math
-import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
-from numpy_transformer.benchmarks.attention import slope
+from numpy_transformer.benchmarks.attention import slope, time_and_peak
 
 LAYERS = (1, 2, 4, 8, 16, 24)
 MODEL = dict(vocab_size=256, d_model=64, n_heads=4, d_ff=256, dropout=0.1, max_len=128)
@@ -47,20 +45,8 @@ def measure(n_layers, checkpointing, repeats=3):
     """(activation bytes at the peak, best step time in seconds) of one training step."""
     model = build(n_layers, checkpointing)
     ids = np.random.default_rng(1).integers(1, MODEL["vocab_size"], (BATCH, LENGTH + 1))
-    training_step(model, ids)                                                # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        training_step(model, ids)
-        times.append(time.perf_counter() - start)
+    times, peak = time_and_peak(lambda: training_step(model, ids), repeats)
     gradients = sum(p.data.nbytes for p in model.parameters())
-    model.zero_grad()
-    tracemalloc.start()
-    try:
-        training_step(model, ids)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
     return peak - gradients, min(times)
 
 

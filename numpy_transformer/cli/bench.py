@@ -9,6 +9,9 @@
   Adam, and the peak memory of each (numpy_transformer.benchmarks.train_step);
 - `decode` times greedy decoding of 64 tokens with and without the key/value cache
   (numpy_transformer.benchmarks.decode);
+- `complexity` measures the complexity notes' table: time, memory and FLOPs of attention, the
+  feed-forward network and an encoder layer as T and d grow, with the fitted exponents, and the
+  key/value cache's bytes per token (numpy_transformer.benchmarks.complexity);
 - `pretrained` loads a GPT-2-small-sized model in Hugging Face format and generates with it,
   against `transformers` (numpy_transformer.benchmarks.pretrained);
 - `latency` translates one sentence (beam 4) and generates 64 tokens from one prompt, against
@@ -29,11 +32,11 @@ from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, non_negative_int
 
 
 def add_parser(commands):
-    """Add `bench attention | train-step | decode | memory | precision | pretrained | latency` to the CLI's
-    subcommands."""
+    """Add `bench attention | train-step | decode | memory | precision | complexity | pretrained | latency` to
+    the CLI's subcommands."""
     bench = commands.add_parser("bench", help="measure the attention variants, a training step against PyTorch, "
                                               "decoding with and without the cache, gradient checkpointing's memory, "
-                                              "mixed precision, loading a pretrained model")
+                                              "mixed precision, the complexity table, loading a pretrained model")
     benchmarks = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
     attention = benchmarks.add_parser(
         "attention", help="time and peak memory of every attention variant, forward + backward, n = 256 … max-n")
@@ -53,6 +56,7 @@ def add_parser(commands):
     _add_threads_argument(memory, "BLAS threads")
     memory.set_defaults(run=bench_memory_command)
     _add_precision_command(benchmarks)
+    _add_complexity_command(benchmarks)
     pretrained = benchmarks.add_parser(
         "pretrained", help="a GPT-2-small-sized model in Hugging Face format: loading time and memory, and greedy "
                            "generation with and without the cache, against transformers")
@@ -93,6 +97,22 @@ def _add_precision_command(benchmarks):
     parser.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
     _add_threads_argument(parser, "BLAS threads")
     parser.set_defaults(run=bench_precision_command)
+
+
+def _add_complexity_command(benchmarks):
+    parser = benchmarks.add_parser(
+        "complexity", help="the complexity notes' table measured: time, memory and FLOPs of attention, the "
+                           "feed-forward network and an encoder layer against T and d, fitted exponents, and the "
+                           "key/value cache's bytes per token")
+    parser.add_argument("--quick", action="store_true", help="small sizes and small models: seconds, not a minute or "
+                                                             "two (the exponents then say little)")
+    parser.add_argument("--repeats", type=positive_integer, default=5, help="timed runs per size, the median "
+                                                                            "kept (default 5)")
+    parser.add_argument("--plot", metavar="PATH", help="draw time and memory against T and d there "
+                                                       "(e.g. docs/figures/complexity.png)")
+    parser.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
+    _add_threads_argument(parser, "BLAS threads")
+    parser.set_defaults(run=bench_complexity_command)
 
 
 def _add_train_step_command(benchmarks):
@@ -207,8 +227,27 @@ def bench_precision_command(args):
     return 0
 
 
-def _flags(args):
-    return [flag for flag, on in (("--profile", args.profile), ("--json", args.json)) if on]
+def bench_complexity_command(args):
+    """Measure the complexity table and the key/value cache; with --json the last line is the
+    results as JSON."""
+    status = _rerun_with_blas_threads(args.blas_threads, ["complexity", "--repeats", str(args.repeats),
+                                                          *(["--plot", args.plot] if args.plot else []),
+                                                          *_flags(args, ("--quick", "--json"))])
+    if status is not None:
+        return status
+    from numpy_transformer.benchmarks import complexity
+
+    sweeps, models = ((complexity.QUICK_SWEEPS, complexity.QUICK_CACHE_MODELS) if args.quick
+                      else (complexity.SWEEPS, complexity.CACHE_MODELS))
+    results = complexity.run(sweeps, models, args.repeats, args.plot, log=lambda line: print(line, flush=True))
+    if args.json:
+        print(json.dumps(results))
+    return 0
+
+
+def _flags(args, flags=("--profile", "--json")):
+    """The command-line switches among `flags` that are on in `args`, to pass to a child process."""
+    return [flag for flag in flags if getattr(args, flag[2:])]
 
 
 def bench_train_step_command(args):
