@@ -48,14 +48,15 @@ class Function:
     def apply(cls, *inputs, **params):
         tensors = _as_tensors(cls, inputs)
         fn = cls()
-        fn.needs_input_grad = tuple([t.requires_grad for t in tensors])
+        # under no_grad() no input needs a gradient: the forward can skip what only backward reads
+        fn.needs_input_grad = tuple([t.requires_grad for t in tensors]) if _grad_enabled else (False,) * len(tensors)
         fn.saved = ()
         arrays = [t.data for t in tensors]
         if _profiler is None:  # the profiler's only cost when it is off: this test
             out = Tensor(fn.forward(*arrays, **params))
         else:
             out = Tensor(_profiler.timed(cls.__name__, "forward", fn.forward, *arrays, **params))
-        if _grad_enabled and True in fn.needs_input_grad:
+        if True in fn.needs_input_grad:
             out.requires_grad = True
             out.creator, fn.inputs = fn, tensors
         return out
@@ -85,15 +86,15 @@ def as_tensor(value, dtype=None):
 def _as_tensors(cls, inputs):
     """An op's inputs as Tensors, constants taking the dtype of the first Tensor. Mixing float32
     and float64 Tensors would silently upcast: refuse it where it happens."""
-    like = [x for x in inputs if isinstance(x, Tensor)]
-    if not like:
+    first = next((x for x in inputs if isinstance(x, Tensor)), None)
+    if first is None:
         raise TypeError(f"{cls.__name__}: at least one input must be a Tensor")
-    tensors = [x if isinstance(x, Tensor) else as_tensor(x, like[0].data.dtype) for x in inputs]
-    floats = {t.data.dtype for t in tensors if t.data.dtype.kind == "f"}
-    if len(floats) > 1:
-        raise TypeError(f"{cls.__name__}: inputs mix {' and '.join(sorted(map(str, floats)))}; "
+    tensors = tuple([x if isinstance(x, Tensor) else as_tensor(x, first.data.dtype) for x in inputs])
+    floats = [t.data.dtype for t in tensors if t.data.dtype.kind == "f"]
+    if floats and floats.count(floats[0]) != len(floats):
+        raise TypeError(f"{cls.__name__}: inputs mix {' and '.join(sorted(set(map(str, floats))))}; "
                         "cast them to one dtype first (no silent upcasts)")
-    return tuple(tensors)
+    return tensors
 
 
 class Tensor:

@@ -101,8 +101,9 @@ class LayerNorm(Function):
         sigma = np.sqrt(variance)
         denominator = sigma + eps if variant == "thesis" else np.sqrt(variance + eps)
         x_hat /= denominator
-        self.save_for_backward(x_hat.astype(x.dtype, copy=False), _direction_scale(sigma, denominator, variant),
-                               denominator, gamma)
+        if True in self.needs_input_grad:
+            self.save_for_backward(x_hat.astype(x.dtype, copy=False), _direction_scale(sigma, denominator, variant),
+                                   denominator, gamma)
         y = x_hat * widen(gamma)
         y += widen(beta)
         return y.astype(x.dtype, copy=False)
