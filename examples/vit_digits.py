@@ -84,21 +84,27 @@ def build_model(args, image_size, rng):
     return VisionTransformer(config, image_size, args.patch_size, n_classes=10, rng=rng)
 
 
-def train(model, images, labels, args, rng):
-    """Adam on the label-smoothed cross-entropy, shuffled batches; the mean loss of each epoch."""
+def train(model, batch_loss, n_examples, args, rng):
+    """Adam on `batch_loss(indices)` (a scalar Tensor) over shuffled batches of the n_examples;
+    the mean loss of each epoch."""
     optimizer = Adam(model.named_parameters(), lr=args.lr)
     losses = []
     for _ in range(args.epochs):
-        order, total = rng.permutation(len(images)), 0.0
-        for begin in range(0, len(order), args.batch_size):
+        order, total = rng.permutation(n_examples), 0.0
+        for begin in range(0, n_examples, args.batch_size):
             batch = order[begin:begin + args.batch_size]
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(images[batch]), labels[batch], label_smoothing=args.label_smoothing)
+            loss = batch_loss(batch)
             loss.backward()
             optimizer.step()
             total += float(loss.data) * len(batch)
-        losses.append(total / len(order))
+        losses.append(total / n_examples)
     return losses
+
+
+def classification_loss(model, images, labels, label_smoothing):
+    """indices → the label-smoothed cross-entropy of the [CLS] logits of those images."""
+    return lambda batch: F.cross_entropy(model(images[batch]), labels[batch], label_smoothing=label_smoothing)
 
 
 def predict(model, images, batch_size=256):
@@ -150,7 +156,7 @@ def main(argv=None):
     rng = np.random.default_rng(args.seed)
     model = build_model(args, train_x.shape[1], rng)
     began = time.perf_counter()
-    losses = train(model, train_x, train_y, args, rng)
+    losses = train(model, classification_loss(model, train_x, train_y, args.label_smoothing), len(train_x), args, rng)
     seconds = time.perf_counter() - began
     accuracy = float((predict(model, test_x) == test_y).mean())
     print(f"training loss: {losses[0]:.3f} (epoch 1) → {losses[-1]:.3f} (epoch {len(losses)}), {seconds:.0f} s")
