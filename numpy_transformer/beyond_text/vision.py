@@ -71,7 +71,8 @@ class PatchEmbedding(Module):
 
     def __init__(self, patch_size, channels, d_model, rng, dtype=np.float32):
         super().__init__()
-        self.patch_size, self.channels = checked_integer("patch_size", patch_size, 1), checked_integer("channels", channels, 1)
+        self.patch_size = checked_integer("patch_size", patch_size, 1)
+        channels = checked_integer("channels", channels, 1)
         self.W_embed = Linear(patch_size * patch_size * channels, d_model, rng, dtype=dtype)
 
     def forward(self, images):
@@ -96,7 +97,8 @@ class ImageTokens(Module):
         self.x_class = parameter(rng.standard_normal((1, 1, config.d_model)), config.dtype) if class_token else None
 
     def forward(self, images):
-        images = images if isinstance(images, Tensor) else np.asarray(images, dtype=self.patch_embedding.W_embed.weight.dtype)
+        if not isinstance(images, Tensor):
+            images = np.asarray(images, dtype=self.patch_embedding.W_embed.weight.dtype)
         self.check(images)
         x = self.patch_embedding(images)                                   # (batch, n_patches, d)
         if self.x_class is None:
