@@ -64,9 +64,13 @@ def load_images(dataset, seed, limit=None):
 def load_mnist(limit):
     """MNIST's own train and test splits (28 × 28), through `datasets`; an error at once when
     the Hub cannot be reached and no copy is cached."""
-    from numpy_transformer.data.hub import load_hub_dataset
+    from numpy_transformer.data.hub import DataUnavailableError, load_hub_dataset
 
-    tables = load_hub_dataset("mnist", what="MNIST", local_hint="the bundled --dataset digits")
+    try:
+        tables = load_hub_dataset("mnist", what="MNIST", local_hint="the bundled --dataset digits, no network needed")
+    except DataUnavailableError as error:            # its third way on, the translation corpus, is not for images
+        message = str(error).split("\n  3.")[0].replace("Three ways on", "Two ways on")
+        raise SystemExit(f"vit_digits.py: error: {message}") from None
     splits = []
     for split in ("train", "test"):
         table = tables[split].select(range(min(limit or len(tables[split]), len(tables[split]))))

@@ -112,7 +112,7 @@ class ImageTokens(Module):
         the image shape this model was built for."""
         channels, height, width = self.image_shape
         shapes = [(channels, height, width)] + ([(height, width)] if channels == 1 else [])
-        if tuple(images.shape[1:]) not in shapes or images.ndim not in (3, 4) or len(images) == 0:
+        if tuple(images.shape[1:]) not in shapes or len(images) == 0:
             expected = " or ".join(f"(batch, {', '.join(map(str, shape))})" for shape in shapes)
             raise ValueError(f"images must have shape {expected}, got {tuple(images.shape)}")
 
