@@ -30,7 +30,7 @@ from numpy_transformer.initialisation import initialise
 from numpy_transformer.model import Encoder
 from numpy_transformer.nn import Linear, Module, parameter
 
-__all__ = ["image_patches", "patch_grid", "PatchEmbedding", "ImageTokens", "VisionTransformer"]
+__all__ = ["image_patches", "patch_grid", "PatchEmbedding", "ImageTokens", "image_encoder", "VisionTransformer"]
 
 
 def patch_grid(image_size, patch_size):
@@ -53,6 +53,7 @@ def image_patches(images, patch_size):
     Patch (r, c) of the grid is row r · W/p + c (row-major, as one reads); its p·p·C numbers
     are its pixels row by row, each pixel's C channels together. `images`: an array or a
     Tensor (its gradient flows back through the reshapes)."""
+    images = images if isinstance(images, Tensor) else np.asarray(images)
     if images.ndim not in (3, 4):
         raise ValueError(f"images must have shape (batch, H, W) or (batch, C, H, W), got {tuple(images.shape)}")
     if images.ndim == 3:
