@@ -42,7 +42,7 @@ class ImageToText(Transformer):
     src_vocab_size and share_source_embedding are not read."""
 
     def __init__(self, config, image_size, patch_size, rng, channels=1):
-        Module.__init__(self)
+        Module.__init__(self)                  # not Transformer.__init__, which builds a text encoder
         self.config = config
         self.encoder = image_encoder(config, image_size, patch_size, channels, rng, class_token=False)
         self.n_patches = self.encoder.embedding.n_patches
