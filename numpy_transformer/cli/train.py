@@ -44,6 +44,8 @@ MODEL_FLAGS = [
                                       "variant"),
     ("--decoder-attention", "decoder_attention", str, "the decoder's self-attention (a causal kind; translation)"),
     ("--attention-options", "attention_options", json_object, 'options of the variants, as JSON: \'{"window": 8}\''),
+    ("--memory-slots", "memory_slots", int, "m learned key/value slots appended to every attention's keys and "
+                                            "values (0, the default: none; full attention only)"),
     ("--init", "init", str, "initial weights: xavier (the notes' rules, the default), xavier_uniform or torch"),
 ]
 TRAINING_FLAGS = [
