@@ -270,6 +270,7 @@ def test_train_with_memory_slots_runs_and_its_checkpoint_loads_the_slots(tmp_pat
                                  "--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--layers", "1",
                                  "--batch-size", "16", "--steps", "6", "--eval-every", "3", "--samples", "0"])
     assert status == 0, err
+    assert ", 4 memory slots, " in out
     metrics = json.loads((directory / "metrics.json").read_text())
     assert metrics["model"]["memory_slots"] == 4 and np.isfinite(metrics["loss"])
     checkpoint = load_checkpoint(directory)

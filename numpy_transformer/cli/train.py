@@ -218,7 +218,8 @@ def model_line(run):
     layers = getattr(config, "n_layers", None) or f"{config.n_encoder_layers}+{config.n_decoder_layers}"
     return (f"model: {MODEL_KINDS[run.objective.name]}, {layers} layers, d_model {config.d_model}, "
             f"{config.n_heads} heads (d_k {config.d_k}), d_ff {config.d_ff}, dropout {config.dropout}, "
-            f"{config.norm_placement}-norm, {config.positional} positions, {run.parameters:,} parameters")
+            f"{config.norm_placement}-norm, {config.positional} positions"
+            f"{f', {config.memory_slots} memory slots' if config.memory_slots else ''}, {run.parameters:,} parameters")
 
 
 def training_line(run):
