@@ -108,9 +108,9 @@ def _torch_name(name, decoder_only):
 def save_torch(model, folder):
     """Write `torch_state(model)` to folder/model.safetensors and the configuration to
     folder/model.json, each atomically (`files.atomic_write`)."""
-    folder = Path(folder)
+    folder, arrays = Path(folder), torch_state(model)         # refused before any folder exists
     folder.mkdir(parents=True, exist_ok=True)
-    write_safetensors(folder / WEIGHTS_FILE, torch_state(model))
+    write_safetensors(folder / WEIGHTS_FILE, arrays)
     atomic_write_text(folder / CONFIG_FILE, model.config.to_json() + "\n")
 
 

@@ -15,7 +15,7 @@ from numpy_transformer.analysis import capture_attention
 from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.attention.relative import RelativePositionBias
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.export import save_gpt2, torch_state
+from numpy_transformer.export import save_gpt2, save_torch, torch_state
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
 from numpy_transformer.masks import causal_mask, padding_mask
 from numpy_transformer.model import Transformer, analytic_parameter_count, count_parameters
@@ -255,6 +255,9 @@ def test_pytorch_and_gpt2_export_and_the_attention_analyses_refuse_memory_slots(
     model = Transformer(tiny_config(), np.random.default_rng(0))
     with pytest.raises(ValueError, match="no PyTorch counterpart for memory_slots=3"):
         torch_state(model)
+    with pytest.raises(ValueError, match="no PyTorch counterpart for memory_slots=3"):
+        save_torch(model, tmp_path / "exported")
+    assert not (tmp_path / "exported").exists()
     with pytest.raises(ValueError, match="these attention layers have memory slots.*encoder.0.self_attn"):
         capture_attention(model, [1, 3, 2], [1, 4])
     gpt = DecoderOnlyTransformer(tiny_language_config(causal=True, norm_placement="pre"), np.random.default_rng(0))

@@ -79,13 +79,13 @@ class MultiHeadAttention(Module):
         self.attention = attention
         self.variant = attention_variant(attention, self.d_k, n_heads, rng, dtype, **options)
         self.memory_slots = checked_integer("memory_slots", memory_slots, low=0)
-        if memory_slots and self.variant is not None:
-            raise ValueError(f"MultiHeadAttention: memory_slots={memory_slots} needs attention='full'; "
+        if self.memory_slots and self.variant is not None:
+            raise ValueError(f"MultiHeadAttention: memory_slots={self.memory_slots} needs attention='full'; "
                              f"attention={attention!r} computes its heads without the n × n scores the slots join")
         self.memory_k = self.memory_v = None
-        if memory_slots:
-            self.memory_k = parameter(rng.standard_normal((memory_slots, d_model)), dtype)
-            self.memory_v = parameter(rng.standard_normal((memory_slots, d_model)), dtype)
+        if self.memory_slots:
+            self.memory_k = parameter(rng.standard_normal((self.memory_slots, d_model)), dtype)
+            self.memory_v = parameter(rng.standard_normal((self.memory_slots, d_model)), dtype)
         self.last_weights = None
         self.weights_hook = None
 
