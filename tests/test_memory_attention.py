@@ -281,3 +281,35 @@ def test_train_with_memory_slots_runs_and_its_checkpoint_loads_the_slots(tmp_pat
     slots = checkpoint.model.decoder.layers[0].cross_attn.memory_k
     assert slots.shape == (4, 16) and slots.dtype == np.float32
     assert metrics["parameters"] == count_parameters(checkpoint.model)
+
+
+@pytest.mark.torch
+def test_one_slot_is_pytorch_s_add_bias_kv():
+    """torch.nn.MultiheadAttention(add_bias_kv=True) appends one learned key and value after the
+    projections: the case m = 1, with the same weights the same outputs, weights and gradients."""
+    torch = pytest.importorskip("torch")
+    ours = layer(slots=1)
+    theirs = torch.nn.MultiheadAttention(D, HEADS, add_bias_kv=True, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        theirs.in_proj_weight.copy_(torch.from_numpy(np.concatenate([ours.W_q.weight.data.T, ours.W_k.weight.data.T,
+                                                                     ours.W_v.weight.data.T])))
+        theirs.in_proj_bias.copy_(torch.from_numpy(np.concatenate([ours.W_q.bias.data, ours.W_k.bias.data,
+                                                                   ours.W_v.bias.data])))
+        theirs.out_proj.weight.copy_(torch.from_numpy(ours.W_c.weight.data.T))
+        theirs.out_proj.bias.copy_(torch.from_numpy(ours.W_c.bias.data))
+        theirs.bias_k.copy_(torch.from_numpy(ours.memory_k.data[None]))
+        theirs.bias_v.copy_(torch.from_numpy(ours.memory_v.data[None]))
+    ids = np.array([[3, 5, 2, 7], [4, 6, 0, 0]])
+    x = tokens((2, 4, D))
+    x.requires_grad = True
+    out = ours(x, mask=padding_mask(ids, 0) & causal_mask(4))
+    out.backward(np.ones(out.shape))
+    x_torch = torch.from_numpy(x.data).requires_grad_()
+    expected, weights = theirs(x_torch, x_torch, x_torch, key_padding_mask=torch.from_numpy(ids == 0),
+                               attn_mask=torch.from_numpy(~causal_mask(4)), average_attn_weights=False)
+    expected.sum().backward()
+    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(ours.last_weights, weights.detach().numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(ours.memory_k.grad, theirs.bias_k.grad.numpy()[0], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(ours.memory_v.grad, theirs.bias_v.grad.numpy()[0], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(x.grad, x_torch.grad.numpy(), rtol=1e-8, atol=1e-10)
