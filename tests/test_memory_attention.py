@@ -87,6 +87,14 @@ def test_memory_attention_has_a_checked_gradient_the_slots_included(cross):
                          x, bias, attention.memory_k, attention.memory_v)
 
 
+def test_a_float32_layer_stays_float32_the_slots_and_their_gradients_included():
+    attention = MultiHeadAttention(D, HEADS, np.random.default_rng(0), memory_slots=SLOTS)
+    bias = Tensor(np.zeros((1, HEADS, 4, 4), np.float32))
+    out = attention(tokens((2, 4, D)).data.astype(np.float32), mask=causal_mask(4), bias=bias)
+    out.sum().backward()
+    assert out.dtype == attention.last_weights.dtype == attention.memory_k.grad.dtype == np.float32
+
+
 def test_zero_slots_is_exactly_the_old_layer():
     old, new = MultiHeadAttention(D, HEADS, np.random.default_rng(0), dtype=np.float64), layer(slots=0)
     assert_same_weights(weights(old), weights(new))
