@@ -126,6 +126,9 @@ class TransformerConfig(JsonConfig):
     |                          | kind; None: the same as `attention`                       |             |
     | attention_options        | the variants' options, e.g. {"window": 8}; each must be   |             |
     |                          | taken by one of the two kinds (cross-attention is "full") |             |
+    | memory_slots             | m learned key/value slots appended to the keys and values | notes       |
+    |                          | of every attention layer, cross-attention included: K =   |             |
+    |                          | [Z W_k; M_k] (attention.memory); 0: none; "full" only     |             |
     | tie_embeddings           | the projection P is the target embedding transposed       | §1.2.5      |
     | share_source_embedding   | one embedding for both languages (one vocabulary)         |             |
     | pad_id                   | the padding token of both vocabularies (masked as a key); | eq. (10)    |
@@ -162,6 +165,7 @@ class TransformerConfig(JsonConfig):
     attention: str = "full"
     decoder_attention: Optional[str] = None
     attention_options: dict = dataclasses.field(default_factory=dict, hash=False)
+    memory_slots: int = 0
     tie_embeddings: bool = False
     share_source_embedding: bool = False
     pad_id: int = 0
@@ -211,6 +215,7 @@ class TransformerConfig(JsonConfig):
         self.check(checked_number, "positional_base", 0, low_open=True)
         self.check(checked_integer, "relative_buckets", 2)
         self.check(checked_integer, "relative_max_distance", self.relative_buckets // 2 + 1)
+        self.check(checked_integer, "memory_slots", 0)
         self._check_attention()
         self._check_sizes_fit()
 
@@ -234,6 +239,9 @@ class TransformerConfig(JsonConfig):
                 self.fail(str(error))
         if self.positional == "relative" and (self.attention, self.decoder_self_attention) != ("full", "full"):
             self.fail(f"positional='relative' adds T5's bias to full attention's scores; attention "
+                      f"{self.attention!r} and decoder attention {self.decoder_self_attention!r} must both be 'full'")
+        if self.memory_slots and (self.attention, self.decoder_self_attention) != ("full", "full"):
+            self.fail(f"memory_slots={self.memory_slots} joins the slots to full attention's scores; attention "
                       f"{self.attention!r} and decoder attention {self.decoder_self_attention!r} must both be 'full'")
         for name in ("window", "n_features", "k_proj"):
             if self.attention_options.get(name, 0) > 4 * self.max_len:

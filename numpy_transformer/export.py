@@ -108,9 +108,9 @@ def _torch_name(name, decoder_only):
 def save_torch(model, folder):
     """Write `torch_state(model)` to folder/model.safetensors and the configuration to
     folder/model.json, each atomically (`files.atomic_write`)."""
-    folder = Path(folder)
+    folder, arrays = Path(folder), torch_state(model)         # refused before any folder exists
     folder.mkdir(parents=True, exist_ok=True)
-    write_safetensors(folder / WEIGHTS_FILE, torch_state(model))
+    write_safetensors(folder / WEIGHTS_FILE, arrays)
     atomic_write_text(folder / CONFIG_FILE, model.config.to_json() + "\n")
 
 
@@ -189,10 +189,10 @@ def check_gpt2_exportable(config):
     problems = [] if getattr(config, "causal", False) else ["not a decoder-only model"]
     problems += [f"{name}={getattr(config, name)!r}" for name, allowed in (
         ("norm_placement", ("pre",)), ("positional", ("learned", "sinusoidal")), ("attention", ("full",)),
-        ("activation", tuple(GPT2_ACTIVATIONS)), ("tie_embeddings", (True,))) if getattr(config, name) not in allowed]
+        ("activation", tuple(GPT2_ACTIVATIONS)), ("tie_embeddings", (True,)), ("memory_slots", (0,))) if getattr(config, name) not in allowed]
     if problems:
         raise ValueError(f"GPT-2's format cannot hold this model: {', '.join(problems)} (it takes a pre-norm "
-                         f"decoder-only model with full attention, learned or sinusoidal positions, ReLU or GELU, "
+                         f"decoder-only model with full attention without memory slots, learned or sinusoidal positions, ReLU or GELU, "
                          f"and a tied head)")
 
 

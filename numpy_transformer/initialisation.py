@@ -17,6 +17,11 @@ variance each rule gives is in the last column (U(±a) has variance a²/3):
 |                  | W_O                               | U(±1/√d)                               | 1/(3d)            |
 |                  | attention biases                  | 0                                      | 0                 |
 |                  | embeddings                        | N(0, 1)                                | 1                 |
+| `xavier`         | memory slots M_k, M_v (m × d)     | N(0, 1), as built: the scale of Z W_k  | 1                 |
+|                  |                                   | for a unit-scale Z (d · 1 · 1/d)       |                   |
+| `xavier_uniform` | memory slots                      | U(±√3), the same variance              | 1                 |
+| `torch`          | memory slots                      | N(0, 1/d): xavier_normal_ of PyTorch's | 1/d               |
+|                  |                                   | bias_k, bias_v (1, 1, d)               |                   |
 
 Biases start at 0 in `xavier` and `xavier_uniform`; LayerNorm γ = 1 and β = 0, positions,
 T5's bias table and Linformer's E and F stay as built in every scheme. `xavier` draws nothing more: a model built with
@@ -28,6 +33,7 @@ import numpy as np
 
 SCHEMES = ("xavier", "xavier_uniform", "torch")
 ATTENTION = (".W_q.", ".W_k.", ".W_v.")
+MEMORY_SLOTS = (".memory_k", ".memory_v")
 
 
 def initialise(model, scheme, rng):
@@ -47,6 +53,8 @@ def initialise(model, scheme, rng):
 def draw(scheme, name, shape, parameters, rng):
     """The new values of one parameter, or None to keep it (norms, positions, T5's table,
     Linformer's E and F)."""
+    if name.endswith(MEMORY_SLOTS):
+        return rng.standard_normal(shape) / math.sqrt(shape[1]) if scheme == "torch" else uniform(rng, shape, math.sqrt(3))
     if not name.endswith((".weight", ".bias", "head_bias")) or "positional" in name or "relative_bias" in name:
         return None
     if name.endswith("embedding.weight"):

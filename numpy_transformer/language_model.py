@@ -59,6 +59,7 @@ class LanguageModelConfig(JsonConfig):
     activation: str = "gelu"
     attention: str = "full"
     attention_options: dict = dataclasses.field(default_factory=dict, hash=False)
+    memory_slots: int = 0
     tie_embeddings: bool = True
     scale_embeddings: bool = True
     embedding_norm: bool = False

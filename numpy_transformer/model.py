@@ -44,10 +44,11 @@ def layer_norm(config):
 def multi_head_attention(config, rng, kind="full", causal=False):
     """MultiHead of eqs. (3)–(7), dropout on the attention weights, its heads computed by the
     attention `kind` ("full", or a variant of chapter 2 with config.attention_options; `causal`
-    for the decoder's self-attention). Cross-attention is always "full"."""
+    for the decoder's self-attention). Cross-attention is always "full". Every attention, self
+    and cross, gets the config's memory_slots (numpy_transformer.attention.memory)."""
     options = options_for(kind, config.attention_options, causal=causal, max_len=config.max_len)
     return MultiHeadAttention(config.d_model, config.n_heads, rng, config.dropout, dtype=config.dtype,
-                              attention=kind, **options)
+                              attention=kind, memory_slots=config.memory_slots, **options)
 
 
 def feed_forward(config, rng):
@@ -336,6 +337,7 @@ def analytic_parameter_count(config):
         positional     2 n_max d                     a learned P per stack (eq. (1) has none);
                        2 · buckets · H               T5's relative bias, one table per stack
         attention      (L_e + 2 L_d) · 4(d² + d)     W_q, W_k, W_v, W_c ∈ ℝ^{d×d}, biases; eqs. (3), (7)
+                       (L_e + 2 L_d) · 2 m_s d       memory slots M_k, M_v ∈ ℝ^{m_s×d} (memory_slots m_s)
         feed_forward   (L_e + L_d) · (2dm + m + d)   W₁, b₁, W₂, b₂ of §1.2.4 (SwiGLU: 3dm + 2m + d)
         layer_norms    (2 L_e + 3 L_d) · 2d          γ, β of eq. (2) per sub-layer (pre-norm: + 2 · 2d;
                                                       BERT's embedding_norm: + 2 · 2d)
@@ -367,7 +369,7 @@ def analytic_parameter_count(config):
         "embeddings": vocabularies * d,
         "positional": {"learned": 2 * config.max_len * d, "relative": 2 * config.relative_buckets * config.n_heads,
                        "sinusoidal": 0}[config.positional],
-        "attention": n_attention * 4 * (d * d + d) + variant_parameter_count(
+        "attention": n_attention * (4 * (d * d + d) + 2 * config.memory_slots * d) + variant_parameter_count(
             config.attention, config.attention_options, config.n_heads, config.max_len, config.n_encoder_layers),
         "feed_forward": n_feed_forward * feed_forward_size,
         "layer_norms": n_norms * 2 * d,

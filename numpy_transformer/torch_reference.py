@@ -33,10 +33,12 @@ def check_exportable(config):
         problems.append(f"activation={config.activation!r}")
     attentions = {config.attention, getattr(config, "decoder_attention", None) or config.attention}
     problems += [f"attention={kind!r}" for kind in sorted(attentions - {"full"})]
+    if config.memory_slots:
+        problems.append(f"memory_slots={config.memory_slots}")
     if problems:
         raise ValueError(f"no PyTorch counterpart for {', '.join(problems)}: the reference models of "
-                         f"numpy_transformer/torch_reference.py take full attention, ReLU or GELU, and sinusoidal or "
-                         f"learned positions")
+                         f"numpy_transformer/torch_reference.py take full attention without memory slots, ReLU or GELU, "
+                         f"and sinusoidal or learned positions")
 
 
 def torch_transformer(config, dtype=None):

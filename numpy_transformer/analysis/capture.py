@@ -12,7 +12,7 @@ its query t is the one that predicts y_{t+1} (the last predicts [EOS]). Without 
 the model's own greedy translation. A language model reads one text: a decoder-only model its
 tokens (after [SOS] where its tokenizer has one: `completion.prompt_ids`), its heads filed as the
 decoder's; an encoder-only model [CLS] x [SEP], its heads filed as the encoder's. Only full attention keeps its weights: a model whose
-self-attention is a variant of chapter 2 (sparse, linear, …) cannot be captured.
+self-attention is a variant of chapter 2 (sparse, linear, …) cannot be captured, nor one with memory slots.
 """
 import dataclasses
 
@@ -63,13 +63,19 @@ class AttentionCapture:
 
 
 def check_full_attention(model):
-    """A ValueError naming the layers whose attention keeps no weights (a chapter 2 variant)."""
+    """A ValueError naming the layers whose attention keeps no weights (a chapter 2 variant), or
+    whose weights also cover memory slots (numpy_transformer.attention.memory)."""
     variants = [f"{name} ({module.attention})" for name, module in attention_modules(model).items()
                 if module.variant is not None]
     if variants:
         raise ValueError(f"these attention layers use a variant of chapter 2 that never forms the n × n weights, "
                          f"so they cannot be captured: {', '.join(variants)}; analyse a model with "
                          f"attention='full'")
+    with_slots = [name for name, module in attention_modules(model).items() if module.memory_slots]
+    if with_slots:
+        raise ValueError(f"these attention layers have memory slots, whose weights are columns of no token, so the "
+                         f"analyses of chapter 3 (n_q × n_k token maps) do not apply: {', '.join(with_slots)}; "
+                         f"read the slots' share from MultiHeadAttention.last_weights[..., n_k:] instead")
 
 
 def capture_attention(model, src_ids, tgt_ids, src_tokens=None, tgt_tokens=None):

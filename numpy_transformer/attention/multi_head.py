@@ -17,10 +17,12 @@ heads are then one batched product: no Python loop over heads.
 """
 import numpy as np
 
+from autograd.checks import checked_integer
 from numpy_transformer.attention.cache import append_to_cache
+from numpy_transformer.attention.memory import append_memory_slots, memory_bias, memory_mask
 from numpy_transformer.attention.scaled_dot_product import scaled_dot_product_attention
 from numpy_transformer.attention.variants import attention_variant
-from numpy_transformer.nn import Dropout, Linear, Module
+from numpy_transformer.nn import Dropout, Linear, Module, parameter
 
 
 def split_heads(x, n_heads):
@@ -55,10 +57,15 @@ class MultiHeadAttention(Module):
     (window, dilation, global_tokens, feature_map, k_proj, block_size, causal, …; see
     numpy_transformer.attention.variants). The variants are self-attention only; their
     `last_weights` is None, and attention dropout acts on full attention's weights only.
+
+    `memory_slots` m > 0 makes it memory-augmented (numpy_transformer.attention.memory): two
+    more parameters, memory_k and memory_v (m, d_model), drawn from N(0, 1) (the scale of Z W_k
+    for a unit-scale Z), appended to the keys and values, K = [Z W_k; M_k], V = [Z W_v; M_v].
+    `last_weights` then has n_k + m columns, the slots last. Full attention only.
     """
 
     def __init__(self, d_model, n_heads, rng, dropout=0.0, bias=True, dtype=np.float32, attention="full",
-                 **options):
+                 memory_slots=0, **options):
         super().__init__()
         if n_heads <= 0 or d_model % n_heads:
             raise ValueError(f"MultiHeadAttention: d_model={d_model} must be divisible by "
@@ -71,6 +78,14 @@ class MultiHeadAttention(Module):
         self.dropout = Dropout(dropout, rng)
         self.attention = attention
         self.variant = attention_variant(attention, self.d_k, n_heads, rng, dtype, **options)
+        self.memory_slots = checked_integer("memory_slots", memory_slots, low=0)
+        if self.memory_slots and self.variant is not None:
+            raise ValueError(f"MultiHeadAttention: memory_slots={self.memory_slots} needs attention='full'; "
+                             f"attention={attention!r} computes its heads without the n × n scores the slots join")
+        self.memory_k = self.memory_v = None
+        if self.memory_slots:
+            self.memory_k = parameter(rng.standard_normal((self.memory_slots, d_model)), dtype)
+            self.memory_v = parameter(rng.standard_normal((self.memory_slots, d_model)), dtype)
         self.last_weights = None
         self.weights_hook = None
 
@@ -94,6 +109,10 @@ class MultiHeadAttention(Module):
 
         `bias`: added to every head's scores before the scaling (T5's relative position bias,
         numpy_transformer.attention.relative), (1 or batch, heads, n_q, n_k); full attention only.
+
+        With memory slots the mask and the bias cover the n_k keys of the sequence (the cached
+        ones included); the m slots are appended after them, every query allowed to see them
+        with a zero bias, and they are never cached.
         """
         Q = split_heads(self.W_q(query), self.n_heads)
         if self.variant is not None:
@@ -106,6 +125,8 @@ class MultiHeadAttention(Module):
             K, V = self._self_keys_values(query, cache)
         else:
             K, V = self._cross_keys_values(key_value, cache)
+        if self.memory_slots:
+            K, V, mask, bias = self._with_memory_slots(K, V, mask, bias)
         heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout=self._weights_used, bias=bias)
         self.last_weights = weights.data
         return self.W_c(merge_heads(heads))
@@ -115,6 +136,14 @@ class MultiHeadAttention(Module):
         if self.weights_hook is not None:
             weights = self.weights_hook(weights)
         return self.dropout(weights)
+
+    def _with_memory_slots(self, K, V, mask, bias):
+        """[K; M_k], [V; M_v] (batch, heads, n_k + m, d_k), the mask with m True columns and the
+        bias with m zero columns (numpy_transformer.attention.memory)."""
+        n_keys = K.shape[-2]
+        K, V = append_memory_slots(K, V, split_heads(self.memory_k, self.n_heads),
+                                   split_heads(self.memory_v, self.n_heads))
+        return K, V, memory_mask(mask, n_keys, self.memory_slots), memory_bias(bias, n_keys, self.memory_slots)
 
     def _keys_values(self, z):
         """K, V of eq. (4) for every head: (batch, heads, n, d_k) each."""

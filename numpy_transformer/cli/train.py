@@ -44,6 +44,8 @@ MODEL_FLAGS = [
                                       "variant"),
     ("--decoder-attention", "decoder_attention", str, "the decoder's self-attention (a causal kind; translation)"),
     ("--attention-options", "attention_options", json_object, 'options of the variants, as JSON: \'{"window": 8}\''),
+    ("--memory-slots", "memory_slots", int, "m learned key/value slots appended to every attention's keys and "
+                                            "values (0, the default: none; full attention only)"),
     ("--init", "init", str, "initial weights: xavier (the notes' rules, the default), xavier_uniform or torch"),
 ]
 TRAINING_FLAGS = [
@@ -216,7 +218,8 @@ def model_line(run):
     layers = getattr(config, "n_layers", None) or f"{config.n_encoder_layers}+{config.n_decoder_layers}"
     return (f"model: {MODEL_KINDS[run.objective.name]}, {layers} layers, d_model {config.d_model}, "
             f"{config.n_heads} heads (d_k {config.d_k}), d_ff {config.d_ff}, dropout {config.dropout}, "
-            f"{config.norm_placement}-norm, {config.positional} positions, {run.parameters:,} parameters")
+            f"{config.norm_placement}-norm, {config.positional} positions"
+            f"{f', {config.memory_slots} memory slots' if config.memory_slots else ''}, {run.parameters:,} parameters")
 
 
 def training_line(run):
