@@ -18,7 +18,9 @@ same range for both pairs, so that sentence length does not make the difference)
 every head with teacher forcing, and project it at w = 0 … 8 (num_pos = 1) and at
 num_pos = 0 … 5 (w = 2) with `numpy_transformer.analysis.window_study.sweep_heads`. The knee is
 `numpy_transformer.analysis.window_study.knee`: the smallest value reaching 90 % of the
-captured-mass gain. The defaults (2 pairs × 2 seeds) take about 10 minutes on 2 cores.
+captured-mass gain. Beside the heads, each sentence's uniform head of the same shape
+(`numpy_transformer.analysis.window_study.uniform_like`, the causal mask kept) is swept too: the
+knee that the sentence's length alone gives, the yardstick of the heads' knees. The defaults (2 pairs × 2 seeds) take about 10 minutes on 2 cores.
 
 Expected output (the figures of docs/chapter3.md, "The study the thesis proposes"): a table per
 pair (knees per head), a comparison per attention kind, and last the figure's path.
@@ -32,7 +34,7 @@ import numpy as np
 from numpy_transformer.analysis.capture import capture_sentence
 from numpy_transformer.analysis.window_study import (
     DEFAULT_NUM_POS, DEFAULT_WIDTHS, KNEE_FRACTION, NUM_POS_WIDTH, WIDTH_NUM_POS, HeadSweep, bootstrap_difference,
-    knee, stacked, sweep_heads)
+    knee, stacked, sweep_heads, uniform_like)
 from numpy_transformer.training.configs import resolve
 from numpy_transformer.training.run import Run
 
@@ -116,13 +118,16 @@ def held_out(splits, src_tokenizer, tgt_tokenizer, args, max_len):
 
 
 def sweep_model(model, src_tokenizer, tgt_tokenizer, pairs, args):
-    """{kind: HeadSweep} with Curves of shape (sentences, heads, values): every head on every pair."""
+    """{kind: HeadSweep} with Curves of shape (sentences, heads + 1, values): every head on every
+    pair, and last the uniform head of the same shape (the yardstick)."""
     widths, num_pos_values = range(args.max_width + 1), range(args.max_num_pos + 1)
     sweeps = {kind: [] for kind in KINDS}
     for pair in pairs:
         capture = capture_sentence(model, src_tokenizer, tgt_tokenizer, pair.src, pair.tgt)
         for kind in KINDS:
-            sweeps[kind].append(sweep_heads(capture.weights[kind], widths, num_pos_values))
+            weights = capture.weights[kind]
+            sweeps[kind].append(sweep_heads(np.concatenate([weights, uniform_like(weights[:1])]), widths,
+                                            num_pos_values))
     return {kind: stacked_sweeps(found) for kind, found in sweeps.items()}
 
 
@@ -132,7 +137,7 @@ def stacked_sweeps(sweeps):
 
 
 def study_pair(args, pair):
-    """{kind: HeadSweep} with Curves (seeds, sentences, heads, values), and the mean source length."""
+    """{kind: HeadSweep} with Curves (seeds, sentences, heads + 1, values), and the mean source length."""
     per_seed = []
     for seed in args.seeds:
         model, src_tokenizer, tgt_tokenizer, splits = train(args, pair, seed)
@@ -146,7 +151,7 @@ def study_pair(args, pair):
 
 
 def knees(curve, fraction):
-    """(seeds, sentences, heads): the knee of every single curve."""
+    """(seeds, sentences, heads + 1): the knee of every single curve."""
     return knee(curve.values, curve.captured, fraction)
 
 
@@ -158,12 +163,14 @@ def spread(values):
 
 def head_table(sweeps, fraction):
     """Markdown: per kind and head, the knee of the mean curve (over seeds and sentences) and of
-    each seed's, the per-sentence knees' median and quartiles, the captured mass at the ends."""
+    each seed's, the per-sentence knees' median and quartiles, the captured mass at the ends; the
+    last row of each kind is the uniform yardstick."""
     lines = ["| attention | head | knee w | per seed | per sentence: median [q1, q3] | captured w=0 → knee → max | "
              "knee num_pos | per seed | per sentence | captured num_pos=0 → knee |",
              "|---|---:|---:|---|---|---|---:|---|---|---|"]
     for kind, sweep in sweeps.items():
-        for h in range(sweep.width.captured.shape[2]):
+        n_rows = sweep.width.captured.shape[2]
+        for h in range(n_rows):
             cells = []
             for curve, ends in ((sweep.width, True), (sweep.num_pos, False)):
                 mean = curve.captured[:, :, h].mean(axis=(0, 1))
@@ -171,29 +178,30 @@ def head_table(sweeps, fraction):
                 seeds = "/".join(str(int(s)) for s in knee(curve.values, curve.captured[:, :, h].mean(axis=1), fraction))
                 masses = f"{mean[0]:.1%} → {mean[k]:.1%}" + (f" → {mean[-1]:.1%}" if ends else "")
                 cells += [str(k), seeds, spread(knees(curve, fraction)[:, :, h]), masses]
-            lines.append(f"| {kind} | {h} | " + " | ".join(cells) + " |")
+            lines.append(f"| {kind} | {'uniform' if h == n_rows - 1 else h} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def sentence_knees(curve, fraction):
-    """(sentences,): each sentence's knee averaged over seeds and heads."""
-    return knees(curve, fraction).mean(axis=(0, 2))
+    """(sentences,): each sentence's knee averaged over seeds and heads (the yardstick left out)."""
+    return knees(curve, fraction)[:, :, :-1].mean(axis=(0, 2))
 
 
 def comparison(results, fraction, rng):
-    """Markdown: per kind and parameter, each pair's mean knee (± the spread across heads) and
-    their difference with its 95 % bootstrap interval over sentences; and the conclusion lines."""
+    """Markdown: per kind and parameter, each pair's mean knee (the range across heads; the
+    uniform yardstick's) and their difference with its 95 % bootstrap interval over sentences;
+    and the conclusion lines."""
     (a_name, a), (b_name, b) = results.items()
-    lines = [f"| attention | parameter | {a_name}: mean knee (heads: min–max) | {b_name}: mean knee (heads: min–max) | "
-             "difference [95 % interval] | differs |", "|---|---|---:|---:|---|---|"]
+    lines = [f"| attention | parameter | {a_name}: mean knee (heads: min–max) [uniform] | {b_name}: mean knee "
+             "(heads: min–max) [uniform] | difference [95 % interval] | differs |", "|---|---|---:|---:|---|---|"]
     verdicts = []
     for kind in KINDS:
         for parameter in ("width", "num_pos"):
             curves = [getattr(r[kind], parameter) for r in (a, b)]
             cells = []
             for curve in curves:
-                per_head = knees(curve, fraction).mean(axis=(0, 1))
-                cells.append(f"{per_head.mean():.2f} ({per_head.min():.2f}–{per_head.max():.2f})")
+                *per_head, uniform = knees(curve, fraction).mean(axis=(0, 1))
+                cells.append(f"{np.mean(per_head):.2f} ({min(per_head):.2f}–{max(per_head):.2f}) [{uniform:.2f}]")
             d = bootstrap_difference(*(sentence_knees(c, fraction) for c in curves), rng)
             name = "w" if parameter == "width" else "num_pos"
             lines.append(f"| {kind} | {name} | {cells[0]} | {cells[1]} | {d.difference:+.2f} [{d.low:+.2f}, "
@@ -215,7 +223,8 @@ def draw(results, path, fraction):
         for col, (parameter, label) in enumerate((("width", f"w (num_pos = {WIDTH_NUM_POS})"), ("num_pos", f"num_pos (w = {NUM_POS_WIDTH})"))):
             for offset, (pair, sweeps) in enumerate(results.items()):
                 axis, curve = axes[row, 2 * col + offset], getattr(sweeps[kind], parameter)
-                mean = curve.captured.mean(axis=(0, 1))                         # (heads, values)
+                *mean, uniform = curve.captured.mean(axis=(0, 1))               # heads, then the yardstick
+                axis.plot(curve.values, uniform, "k--", lw=1, label="uniform head")
                 for h, line in enumerate(mean):
                     k = int(knee(curve.values, line, fraction))
                     drawn = axis.plot(curve.values, line, marker=".", lw=1, label=f"head {h}")
@@ -227,7 +236,7 @@ def draw(results, path, fraction):
         axes[row, 0].set_ylabel("captured mass\n(1 − distance per row)")
     axes[0, 0].legend(fontsize=7, ncol=2)
     figure.suptitle(f"Structured approximation I_n P + Ẽ: captured mass vs w and num_pos, per head "
-                    f"(circles: knees, {fraction:.0%} of the gain)", fontsize=11)
+                    f"(circles: knees, {fraction:.0%} of the gain; dashed: a uniform head of the same shape)", fontsize=11)
     figure.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)

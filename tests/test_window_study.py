@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from numpy_transformer.analysis.window_study import (
-    bootstrap_difference, knee, num_pos_sweep, sweep_heads, width_sweep)
+    bootstrap_difference, knee, num_pos_sweep, sweep_heads, uniform_like, width_sweep)
 
 
 def banded(n, half_width):
@@ -100,3 +100,10 @@ def test_the_bootstrap_separates_shifted_samples_and_not_equal_ones():
 def test_the_bootstrap_is_reproducible_from_its_generator():
     a, b = np.arange(10.0), np.arange(10.0)[::-1] + 0.5
     assert bootstrap_difference(a, b, np.random.default_rng(3)) == bootstrap_difference(a, b, np.random.default_rng(3))
+
+
+def test_the_uniform_yardstick_keeps_the_causal_mask_and_its_knee_grows_with_the_sentence():
+    causal = np.tril(np.ones((4, 4))) * np.arange(1, 5)[None, :]
+    np.testing.assert_allclose(uniform_like(causal[None])[0], np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])
+    short, long = (knee(range(9), width_sweep(uniform_like(np.ones((n, n))), range(9)).captured) for n in (6, 16))
+    assert short < long

@@ -22,6 +22,11 @@ w = 2; a head with two rare-token windows, at num_pos = 2 (tests/test_window_stu
 depends on the swept range (its top is the gain at the largest value), so two curves' knees
 compare only over the same range.
 
+The knee also depends on the sentence's shape: a band of half-width w covers 2w + 1 of n columns
+whatever the head does. `uniform_like` gives the yardstick, the head that attends uniformly to
+every key it may see (the causal mask kept): its knee is what the length alone produces, and a
+head's knee means something only where it differs from it.
+
 `bootstrap_difference` says whether two samples of knees (two language pairs, one entry per
 sentence) differ by more than their spread: the difference of their means with a percentile
 bootstrap interval.
@@ -100,6 +105,14 @@ def sweep_heads(weights, widths=DEFAULT_WIDTHS, num_pos_values=DEFAULT_NUM_POS, 
         raise ValueError(f"weights must be (heads, n_q, n_k), got shape {weights.shape}")
     return HeadSweep(stacked([width_sweep(H, widths, width_num_pos, s, epsilon) for H in weights]),
                      stacked([num_pos_sweep(H, num_pos_values, num_pos_width, s, epsilon) for H in weights]))
+
+
+def uniform_like(weights):
+    """weights (…, n_q, n_k) → the same shape, each row uniform over the keys its row attends
+    at all (h_ij > 0: the causal mask's zeros stay zero). A row of zeros stays zero."""
+    support = np.asarray(weights) > 0
+    count = support.sum(axis=-1, keepdims=True)
+    return np.where(support, 1.0 / np.maximum(count, 1), 0.0)
 
 
 def knee(values, captured, fraction=KNEE_FRACTION):
