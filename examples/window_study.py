@@ -20,10 +20,18 @@ num_pos = 0 … 5 (w = 2) with `numpy_transformer.analysis.window_study.sweep_he
 `numpy_transformer.analysis.window_study.knee`: the smallest value reaching 90 % of the
 captured-mass gain. Beside the heads, each sentence's uniform head of the same shape
 (`numpy_transformer.analysis.window_study.uniform_like`, the causal mask kept) is swept too: the
-knee that the sentence's length alone gives, the yardstick of the heads' knees. The defaults (2 pairs × 2 seeds) take about 10 minutes on 2 cores.
+knee that the sentence's length alone gives, the yardstick of the heads' knees. The defaults (2 pairs × 2 seeds) take 5 to 6 minutes of CPU; on 2
+cores loaded by other work they printed in 11 to 14 minutes of wall time.
 
-Expected output (the figures of docs/chapter3.md, "The study the thesis proposes"): a table per
-pair (knees per head), a comparison per attention kind, and last the figure's path.
+Expected output (docs/chapter3.md, "The study the thesis proposes"; a run of yours may differ
+in the digits): a table per pair (knees per head, the uniform yardstick last), then
+
+    | attention | parameter | en→it built-in: mean knee (heads: min–max) [uniform] | en→de Multi30k: … | difference [95 % interval] | differs |
+    | encoder.0.self_attn | w | 4.15 (3.92–4.55) [5.80] | 4.52 (4.08–5.24) [6.20] | -0.37 [-0.81, +0.08] | no |
+    …
+    | decoder.0.cross_attn | w | 3.45 (3.25–3.69) [5.42] | 4.84 (4.70–5.00) [6.20] | -1.39 [-1.80, -0.94] | yes |
+    …
+    figure: docs/figures/window_study.png
 """
 import argparse
 import time
@@ -175,7 +183,8 @@ def head_table(sweeps, fraction):
             for curve, ends in ((sweep.width, True), (sweep.num_pos, False)):
                 mean = curve.captured[:, :, h].mean(axis=(0, 1))
                 k = int(knee(curve.values, mean, fraction))
-                seeds = "/".join(str(int(s)) for s in knee(curve.values, curve.captured[:, :, h].mean(axis=1), fraction))
+                per_seed = knee(curve.values, curve.captured[:, :, h].mean(axis=1), fraction)
+                seeds = "/".join(str(int(s)) for s in per_seed)
                 masses = f"{mean[0]:.1%} → {mean[k]:.1%}" + (f" → {mean[-1]:.1%}" if ends else "")
                 cells += [str(k), seeds, spread(knees(curve, fraction)[:, :, h]), masses]
             lines.append(f"| {kind} | {'uniform' if h == n_rows - 1 else h} | " + " | ".join(cells) + " |")
@@ -220,7 +229,8 @@ def draw(results, path, fraction):
 
     figure, axes = plt.subplots(len(KINDS), 4, figsize=(15, 9), sharey="row")
     for row, kind in enumerate(KINDS):
-        for col, (parameter, label) in enumerate((("width", f"w (num_pos = {WIDTH_NUM_POS})"), ("num_pos", f"num_pos (w = {NUM_POS_WIDTH})"))):
+        swept = (("width", f"w (num_pos = {WIDTH_NUM_POS})"), ("num_pos", f"num_pos (w = {NUM_POS_WIDTH})"))
+        for col, (parameter, label) in enumerate(swept):
             for offset, (pair, sweeps) in enumerate(results.items()):
                 axis, curve = axes[row, 2 * col + offset], getattr(sweeps[kind], parameter)
                 *mean, uniform = curve.captured.mean(axis=(0, 1))               # heads, then the yardstick
@@ -236,7 +246,8 @@ def draw(results, path, fraction):
         axes[row, 0].set_ylabel("captured mass\n(1 − distance per row)")
     axes[0, 0].legend(fontsize=7, ncol=2)
     figure.suptitle(f"Structured approximation I_n P + Ẽ: captured mass vs w and num_pos, per head "
-                    f"(circles: knees, {fraction:.0%} of the gain; dashed: a uniform head of the same shape)", fontsize=11)
+                    f"(circles: knees, {fraction:.0%} of the gain; dashed: a uniform head of the same shape)",
+                    fontsize=11)
     figure.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)

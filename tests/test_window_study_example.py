@@ -37,7 +37,7 @@ def test_both_pairs_are_swept_on_every_kind_and_the_figure_is_the_last_line(exam
         assert list(sweeps) == list(example.KINDS)
         for sweep in sweeps.values():
             seeds, sentences, heads, widths = sweep.width.captured.shape
-            assert (seeds, heads, widths) == (1, 2 + 1, 3) and 2 <= sentences <= 3    # 2 heads and the uniform yardstick
+            assert (seeds, heads, widths) == (1, 2 + 1, 3) and 2 <= sentences <= 3   # 2 heads, the yardstick
             assert sweep.num_pos.captured.shape[-1] == 2
             assert ((sweep.width.captured > 0) & (sweep.width.captured <= 1 + 1e-9)).all()
     printed = out.getvalue()
