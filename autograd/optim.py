@@ -159,8 +159,11 @@ class Adam(Optimizer):
         state["step"] += 1
         t = state["step"]
         step_size, root_correction = lr / (1 - self.beta1 ** t), math.sqrt(1 - self.beta2 ** t)
+        scratch = np.empty(0, p.dtype)
         for p_, g_, m, v in blocks(p, g, state["exp_avg"], state["exp_avg_sq"]):
-            update = np.empty_like(p_)
+            if scratch.size < p_.size:
+                scratch = np.empty(p_.size, p.dtype)                     # one buffer for every block
+            update = scratch[:p_.size].reshape(p_.shape)
             if self.weight_decay:
                 g_ = g_ + self.weight_decay * p_
             m *= self.beta1                                  # m ← β1 m + (1 − β1) g
