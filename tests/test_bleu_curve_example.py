@@ -21,6 +21,7 @@ def test_the_curve_has_a_point_every_few_steps_and_at_the_end(example, tmp_path)
     curve = example.main([*TINY, "--steps", "5", "--out", str(tmp_path)])
     assert [point["step"] for point in curve] == [2, 4, 5]
     assert all(0 <= point["bleu"] <= 100 and point["train_seconds"] >= 0 for point in curve)
+    assert all(point["target_tokens_per_second"] > 0 for point in curve)
     written = [json.loads(line) for line in (tmp_path / "curve.jsonl").read_text().splitlines()]
     assert written == curve
 
