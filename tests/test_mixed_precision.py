@@ -260,13 +260,18 @@ def test_a_mixed_run_resumed_is_the_run_that_never_stopped(tmp_path, n):
 
 
 def test_a_mixed_run_tracks_the_float32_run_on_the_built_in_corpus(tmp_path):
-    """Same seed, same batches, same dropout masks: after 60 steps the validation losses agree
-    to 2 %, and the checkpoint holds float32 weights."""
+    """Same seed, same batches, same dropout masks: the training losses of the last 20 of 60
+    steps agree to 1 % on average, the validation losses after them to 4 %, and the checkpoint
+    holds float32 weights. (float16 rounding sends the run down a nearby path: measured, the
+    last-20 means agree to 0.2–0.4 % and the validation losses to 1.6 % on NumPy 2.4 and 2.9 % on
+    NumPy 1.24, whose float16 arithmetic rounds differently; one validation figure is the noisier
+    of the two.)"""
     single = Run.new(tmp_path / "single", *tiny_configs(training={"steps": 60, "eval_every": 60}), report=None)
     mixed = mixed_run(tmp_path, "mixed", steps=60, eval_every=60)
     single_result, mixed_result = single.train(), mixed.train()
     assert single.trainer.losses[0] == pytest.approx(mixed.trainer.losses[0], rel=1e-3)
-    assert mixed_result.validation_loss == pytest.approx(single_result.validation_loss, rel=0.02)
+    assert np.mean(mixed.trainer.losses[-20:]) == pytest.approx(np.mean(single.trainer.losses[-20:]), rel=0.01)
+    assert mixed_result.validation_loss == pytest.approx(single_result.validation_loss, rel=0.04)
     assert mixed_result.validation_loss < 0.8 * mixed.trainer.losses[0]
     assert {p.dtype for p in Run.resume(tmp_path / "mixed", report=None).model.parameters()} == {np.dtype(np.float32)}
 
