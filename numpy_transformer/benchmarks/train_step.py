@@ -9,10 +9,14 @@ embeddings × √d + learned positions and the tied head (as in tests/test_torch
 PyTorch runs twice: with its default Adam, which on the CPU updates one parameter at a time,
 and with `Adam(fused=True)`, PyTorch at its best:
 
-- time: both models are built, warmed up, then stepped alternately (one NumPy step, one PyTorch
-  step, …), so that a busy moment of a shared machine hits both; the median of the steps. Both
-  use the same number of threads: OpenBLAS's (fixed by the environment before NumPy loads) and
-  `torch.set_num_threads`.
+- time: each framework builds its model, warms up and steps in a child process of its own, one
+  after the other, in two rounds (the second in the reverse order, so that a busy moment of a
+  shared machine hits all three); the median of the steps. Separate processes, because with two
+  threads a framework's idle workers keep spinning on the second core after each parallel
+  product (OpenBLAS's for about 0.1 s), which in one process slowed the other framework's next
+  step by up to 2× (docs/performance.md). Both use the same number of threads: OpenBLAS's (fixed
+  by the environment before NumPy loads) and `torch.set_num_threads`; and both processes keep
+  freed memory for reuse (numpy_transformer.allocator), as the CLI does.
 - peak memory: each framework in a fresh child process: its peak resident set size (VmHWM,
   reset through /proc/self/clear_refs) while it builds the model and optimizer and runs two
   training steps, minus the resident size at the reset, which comes after two steps of the tiny
@@ -25,12 +29,15 @@ Dropout (0.1), label smoothing (0.1) and Adam's betas (0.9, 0.98) and eps (1e-9)
 thesis's. PyTorch is imported only here and only when the benchmark runs: it is an optional
 benchmark dependency, never one of the library.
 """
+import json
 import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+from numpy_transformer.allocator import reuse_freed_memory
 
 from numpy_transformer.benchmarks.configs import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
@@ -123,21 +130,38 @@ def import_torch(threads):
     return torch
 
 
-def time_steps(config, threads, steps=10, warmup=2):
-    """{"numpy": [(forward, backward, update)…], "torch": […] or None, "torch_fused": […] or
-    None}: `steps` timed steps of each after `warmup` untimed ones, interleaved."""
+def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=2):
+    """{framework: [(forward, backward, update)…]} for each of `frameworks`: `steps` timed steps in
+    all, shared between `rounds` rounds; in each round each framework runs `warmup` untimed steps
+    and then its timed ones in a child process of its own (module docstring), the order reversed
+    every other round."""
+    times = {framework: [] for framework in frameworks}
+    for r in range(rounds):
+        share = steps // rounds + (r < steps % rounds)
+        for framework in (frameworks if r % 2 == 0 else frameworks[::-1]):
+            if share:
+                times[framework] += [tuple(phases) for phases in json.loads(
+                    _in_child("print_step_times", config_name, framework, threads, share, warmup))]
+    return times
+
+
+def print_step_times(config_name, framework, threads, steps, warmup):
+    """In a fresh process: print the JSON list of the (forward, backward, update) seconds of
+    `steps` steps of `framework` after `warmup` untimed ones."""
+    reuse_freed_memory()
+    trainer = make_trainer(framework, CONFIGS[config_name], threads)
+    for _ in range(warmup):
+        trainer.step()
+    print(json.dumps([trainer.step() for _ in range(steps)]))
+
+
+def make_trainer(framework, config, threads):
+    """The trainer of `framework` ("numpy", "torch" or "torch_fused") on the configuration's batch."""
     batch = make_batch(config)
-    trainers = {"numpy": NumpyTrainer(config, batch)}
-    if import_torch(threads) is not None:
-        trainers["torch"] = TorchTrainer(config, batch)
-        trainers["torch_fused"] = TorchTrainer(config, batch, fused=True)
-    times = {name: [] for name in trainers}
-    for i in range(warmup + steps):
-        for name, trainer in trainers.items():
-            phases = trainer.step()
-            if i >= warmup:
-                times[name].append(phases)
-    return {name: times.get(name) for name in FRAMEWORKS}
+    if framework == "numpy":
+        return NumpyTrainer(config, batch)
+    import_torch(threads)
+    return TorchTrainer(config, batch, fused=framework == "torch_fused")
 
 
 def median_ms(phases, part=None):
@@ -148,13 +172,17 @@ def median_ms(phases, part=None):
 def peak_memory_mb(config_name, framework, threads):
     """The peak memory (MB) of building and training `framework`'s model for two steps, measured in
     a child process (see the module docstring); None if the framework cannot run."""
-    code = (f"from numpy_transformer.benchmarks.train_step import print_peak_memory; "
-            f"print_peak_memory({config_name!r}, {framework!r}, {threads})")
+    value = _in_child("print_peak_memory", config_name, framework, threads)
+    return None if value == "None" else float(value)
+
+
+def _in_child(function, *arguments):
+    """The last line that `function(*arguments)` of this module prints, run in a fresh process."""
+    code = f"from numpy_transformer.benchmarks.train_step import {function}; {function}{arguments!r}"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"the {framework} memory measurement of {config_name!r} failed:\n{result.stderr}")
-    value = result.stdout.strip().splitlines()[-1]
-    return None if value == "None" else float(value)
+        raise RuntimeError(f"{function}{arguments!r} failed in its child process:\n{result.stderr}")
+    return result.stdout.strip().splitlines()[-1]
 
 
 def print_peak_memory(config_name, framework, threads):
@@ -165,19 +193,19 @@ def print_peak_memory(config_name, framework, threads):
     if framework == "torch" and import_torch(threads) is None:
         print("None")
         return
-    train_two_steps(framework, CONFIGS["tiny"])
+    reuse_freed_memory()
+    train_two_steps(framework, CONFIGS["tiny"], threads)
     baseline = status_kb("VmRSS") * 1024
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")                           # VmHWM := VmRSS: the peak restarts here
-    train_two_steps(framework, CONFIGS[config_name])
+    train_two_steps(framework, CONFIGS[config_name], threads)
     print((status_kb("VmHWM") * 1024 - baseline) / 2 ** 20)
 
 
-def train_two_steps(framework, config):
+def train_two_steps(framework, config, threads):
     """Build the model and optimizer and run two steps (PyTorch's Adam allocates its moments in
     the first)."""
-    batch = make_batch(config)
-    trainer = NumpyTrainer(config, batch) if framework == "numpy" else TorchTrainer(config, batch)
+    trainer = make_trainer(framework, config, threads)
     for _ in range(2):
         trainer.step()
 
@@ -206,12 +234,13 @@ def profile_numpy_step(config, top=25, steps=3):
 def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False, log=print):
     """Measure every configuration; print a line per configuration (and its profile); return the
     list of result dicts."""
-    if import_torch(threads) is None:
+    frameworks = FRAMEWORKS if import_torch(threads) is not None else FRAMEWORKS[:1]
+    if len(frameworks) == 1:
         log(TORCH_MISSING)
     results = []
     for name in config_names:
         config = CONFIGS[name]
-        times = time_steps(config, threads, steps, warmup)
+        times = {**dict.fromkeys(FRAMEWORKS), **time_steps(name, frameworks, threads, steps, warmup)}
         result = {"config": name, "decoder_only": config.decoder_only, "threads": threads, "steps": steps,
                   **{f"{framework}_ms": None if times[framework] is None else _rounded(median_ms(times[framework]), 2)
                      for framework in FRAMEWORKS},

@@ -12,7 +12,9 @@
 
 Each command module has `add_parser(commands)` and `command(args)`. Importing this package
 imports no NumPy: BLAS reads its thread count once, when NumPy loads, so `main` sets it from
-`--threads` first and each command imports what it needs when it runs.
+`--threads` first and each command imports what it needs when it runs. `main` also asks the C
+library to keep freed memory for the next arrays (numpy_transformer.allocator), which spares a
+training step re-mapping its activations page by page.
 
 A bad input (a missing or damaged checkpoint, an unreadable data file, an unknown language pair,
 an unreachable corpus, a sentence longer than the model's maximum length) and a fault of the
@@ -25,6 +27,7 @@ import os
 import sys
 
 from numpy_transformer import __version__
+from numpy_transformer.allocator import reuse_freed_memory
 from numpy_transformer.cli import attention, bench, evaluate, export, fill_mask, generate, gradcheck, train, translate
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, EXIT_ERROR, EXIT_INTERRUPTED
 
@@ -70,6 +73,7 @@ def main(argv=None):
     threads = requested_threads(argv)
     if threads is None or threads >= 1:
         limit_blas_threads(threads)
+    reuse_freed_memory()
     args = build_parser().parse_args(argv)
     from numpy_transformer.data import DataUnavailableError
     from numpy_transformer.training.checkpoint import CheckpointError
