@@ -85,15 +85,25 @@ def as_tensor(value, dtype=None):
 
 def _as_tensors(cls, inputs):
     """An op's inputs as Tensors, constants taking the dtype of the first Tensor. Mixing float32
-    and float64 Tensors would silently upcast: refuse it where it happens."""
-    first = next((x for x in inputs if isinstance(x, Tensor)), None)
-    if first is None:
+    and float64 Tensors would silently upcast: refuse it where it happens. (Plain loops: this
+    runs for every op, and a generator costs more than the whole check.)"""
+    dtype = None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            dtype = x.data.dtype
+            break
+    if dtype is None:
         raise TypeError(f"{cls.__name__}: at least one input must be a Tensor")
-    tensors = tuple([x if isinstance(x, Tensor) else as_tensor(x, first.data.dtype) for x in inputs])
-    floats = [t.data.dtype for t in tensors if t.data.dtype.kind == "f"]
-    if floats and floats.count(floats[0]) != len(floats):
-        raise TypeError(f"{cls.__name__}: inputs mix {' and '.join(sorted(set(map(str, floats))))}; "
-                        "cast them to one dtype first (no silent upcasts)")
+    tensors = tuple([x if isinstance(x, Tensor) else as_tensor(x, dtype) for x in inputs])
+    float_dtype = None
+    for t in tensors:
+        if t.data.dtype.kind == "f":
+            if float_dtype is None:
+                float_dtype = t.data.dtype
+            elif t.data.dtype != float_dtype:
+                floats = {str(t.data.dtype) for t in tensors if t.data.dtype.kind == "f"}
+                raise TypeError(f"{cls.__name__}: inputs mix {' and '.join(sorted(floats))}; "
+                                "cast them to one dtype first (no silent upcasts)")
     return tensors
 
 

@@ -96,8 +96,9 @@ class LayerNorm(Function):
     def forward(self, x, gamma, beta, eps, variant):
         z = widen(x)                                                    # float16: the statistics in float32
         eps = np.asarray(eps, dtype=z.dtype)
-        x_hat = z - z.mean(axis=-1, keepdims=True)                     # c, normalised in place below
-        variance = np.square(x_hat).mean(axis=-1, keepdims=True)
+        d = z.shape[-1]                                                 # means as sum / d: NumPy's mean, without
+        x_hat = z - z.sum(axis=-1, keepdims=True) / d                  # its Python wrapper; c, normalised below
+        variance = np.square(x_hat).sum(axis=-1, keepdims=True) / d
         sigma = np.sqrt(variance)
         denominator = sigma + eps if variant == "thesis" else np.sqrt(variance + eps)
         x_hat /= denominator

@@ -31,12 +31,16 @@ def split_heads(x, n_heads):
     if d % n_heads:
         raise ValueError(f"split_heads: the last dimension of x {tuple(x.shape)} is not divisible "
                          f"by n_heads={n_heads}")
+    if n == 1:                      # one position (a decoding step): moving an axis of length 1 is a reshape
+        return x.reshape(*leading, n_heads, 1, d // n_heads)
     return x.reshape(*leading, n, n_heads, d // n_heads).swapaxes(-3, -2)
 
 
 def merge_heads(x):
     """(..., H, n, d_k) → (..., n, H·d_k): Concat(head_1, …, head_H) of eq. (7)."""
     *leading, n_heads, n, d_k = x.shape
+    if n == 1:
+        return x.reshape(*leading, 1, n_heads * d_k)
     return x.swapaxes(-3, -2).reshape(*leading, n, n_heads * d_k)
 
 

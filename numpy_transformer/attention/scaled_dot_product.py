@@ -111,19 +111,21 @@ class AttentionWeights(Function):
 
 def _check_shapes(q_shape, k_shape, v_shape):
     """The shape of the scores, (..., n_q, n_k), or a ValueError naming q, k, v and their shapes."""
-    shapes = f"q {q_shape}, k {k_shape}, v {v_shape}"
+    shapes = lambda: f"q {q_shape}, k {k_shape}, v {v_shape}"                      # noqa: E731 (on error only)
     if min(len(q_shape), len(k_shape), len(v_shape)) < 2:
-        raise ValueError(f"attention: q, k, v need at least 2 axes (…, seq, dim), got {shapes}")
+        raise ValueError(f"attention: q, k, v need at least 2 axes (…, seq, dim), got {shapes()}")
     if q_shape[-1] != k_shape[-1]:
-        raise ValueError(f"attention: q and k must have the same last dimension d_k, got {shapes}")
+        raise ValueError(f"attention: q and k must have the same last dimension d_k, got {shapes()}")
     if k_shape[-2] != v_shape[-2]:
         raise ValueError(f"attention: k and v must have the same number of positions n_k "
-                         f"(axis -2), got {shapes}")
+                         f"(axis -2), got {shapes()}")
+    if q_shape[:-2] == k_shape[:-2] == v_shape[:-2]:
+        return (*q_shape[:-2], q_shape[-2], k_shape[-2])
     try:
         batch = np.broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
     except ValueError:
         raise ValueError(f"attention: the leading (batch, head) axes of q, k, v do not broadcast, "
-                         f"got {shapes}") from None
+                         f"got {shapes()}") from None
     return (*batch, q_shape[-2], k_shape[-2])
 
 
