@@ -15,9 +15,11 @@ do their moments. (Hyper-parameters are kept as Python floats on purpose: under 
 """
 import math
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from autograd.checks import checked_integer
 from autograd.engine import Tensor
 
 
@@ -27,14 +29,19 @@ class Optimizer:
 
     `params`: Tensors, or (name, Tensor) pairs (names make checkpoint keys readable), or a dict
     name -> Tensor. `lr`: a positive float, or a schedule `t -> lr` called with the step count.
+    `threads`: how many threads share the parameters' updates (each parameter is updated by one
+    of them, whole; NumPy releases the interpreter lock inside its loops, so they run on separate
+    cores). The result does not depend on it.
     Subclasses define `_initial_state(p)` and `_update(p, g, state, lr)`.
     """
 
-    def __init__(self, params, lr):
+    def __init__(self, params, lr, threads=1):
         self.named_params = _checked_parameters(params)
         if not callable(lr):
             lr = _positive("lr", lr)
         self.lr = lr
+        self.threads = checked_integer("threads", threads, low=1)
+        self._pool = None
         self.step_count = 0
         self.state = {name: self._initial_state(p.data) for name, p in self.named_params}
 
@@ -59,15 +66,24 @@ class Optimizer:
     def step(self):
         """t += 1, then update every parameter that has a gradient (the others keep their
         values and their state)."""
-        self.step_count += 1
-        lr = self._lr_at(self.step_count)
+        updates = []
         for name, p in self.named_params:
             if p.grad is None:
                 continue
             if p.grad.shape != p.shape:
-                raise ValueError(f"parameter {name!r} has shape {p.shape} "
-                                 f"but its grad has shape {p.grad.shape}")
-            self._update(p.data, p.grad, self.state[name], lr)
+                raise ValueError(f"parameter {name!r} has shape {p.shape} but its grad has shape {p.grad.shape}")
+            updates.append((p.data, p.grad, self.state[name]))
+        self.step_count += 1
+        lr = self._lr_at(self.step_count)
+        if self.threads == 1:
+            for p, g, state in updates:
+                self._update(p, g, state, lr)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="optimizer")
+        shares = self._pool.map(lambda share: [self._update(p, g, state, lr) for p, g, state in share],
+                                balanced_shares(updates, self.threads))
+        list(shares)                                        # waits, and raises what a thread raised
 
     def state_dict(self):
         """A flat dict of copies: {"step": t, "<name>.<key>": array or number}; it can be saved
@@ -107,10 +123,10 @@ class SGD(Optimizer):
         g ← g + λ p,    v ← μ v + g,    p ← p − lr v        (v = g when μ = 0)
     """
 
-    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0):
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0, threads=1):
         self.momentum = _non_negative("momentum", momentum)
         self.weight_decay = _non_negative("weight_decay", weight_decay)
-        super().__init__(params, lr)
+        super().__init__(params, lr, threads)
 
     def _initial_state(self, p):
         return {"velocity": np.zeros_like(p)} if self.momentum else {}
@@ -144,13 +160,13 @@ class Adam(Optimizer):
     with betas=(0.9, 0.98), eps=1e-9 and the warm-up schedule below.
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, threads=1):
         if len(betas) != 2:
             raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
         self.beta1, self.beta2 = _probability("betas[0]", betas[0]), _probability("betas[1]", betas[1])
         self.eps = _non_negative("eps", eps)
         self.weight_decay = _non_negative("weight_decay", weight_decay)
-        super().__init__(params, lr)
+        super().__init__(params, lr, threads)
 
     def _initial_state(self, p):
         return {"step": 0, "exp_avg": np.zeros_like(p), "exp_avg_sq": np.zeros_like(p)}
@@ -199,6 +215,17 @@ def blocks(*arrays):
     flat = [a.reshape(-1) for a in arrays]
     for start in range(0, size, BLOCK):
         yield tuple(a[start:start + BLOCK] for a in flat)
+
+
+def balanced_shares(updates, n):
+    """`updates` (parameter, gradient, state) dealt into n lists of about equal total size: the
+    largest first, each to the lightest list so far."""
+    shares, sizes = [[] for _ in range(n)], [0] * n
+    for update in sorted(updates, key=lambda update: -update[0].size):
+        lightest = sizes.index(min(sizes))
+        shares[lightest].append(update)
+        sizes[lightest] += update[0].size
+    return shares
 
 
 def warmup_schedule(d_model, warmup_steps, factor=1.0):

@@ -12,7 +12,8 @@ import numpy_transformer
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES
 
 PACKAGE = Path(numpy_transformer.__file__).parent
-CLEAN_ENVIRONMENT = {name: value for name, value in os.environ.items() if name not in BLAS_THREAD_VARIABLES}
+CLEAN_ENVIRONMENT = {name: value for name, value in os.environ.items()
+                     if name not in (*BLAS_THREAD_VARIABLES, "OPENBLAS_THREAD_TIMEOUT")}
 
 
 def run_python(code):
@@ -38,6 +39,15 @@ def test_the_threads_flag_sets_the_blas_thread_count(threads):
             "from threadpoolctl import threadpool_info\n"
             "print(sorted({pool['num_threads'] for pool in threadpool_info() if pool['user_api'] == 'blas'}))")
     assert run_python(code) == f"[{threads}]"
+
+
+@pytest.mark.parametrize("threads, spin", [(1, "None"), (2, "4")])
+def test_more_than_one_thread_puts_idle_blas_workers_to_sleep_at_once(threads, spin):
+    code = ("import os\n"
+            "from numpy_transformer.cli import limit_blas_threads\n"
+            f"assert limit_blas_threads({threads})\n"
+            "print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))")
+    assert run_python(code) == spin
 
 
 def test_without_the_flag_blas_runs_one_thread():

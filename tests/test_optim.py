@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from autograd import Tensor
-from autograd.optim import BLOCK, SGD, Adam, clip_grad_norm, warmup_schedule
+from autograd.optim import BLOCK, SGD, Adam, balanced_shares, clip_grad_norm, warmup_schedule
 
 
 def parameter(*shape, dtype=np.float64, seed=0):
@@ -415,6 +415,55 @@ def test_a_tensor_listed_twice_is_refused():
     w = parameter(2)
     with pytest.raises(ValueError, match="twice"):
         SGD([w, w], lr=0.1)
+
+
+@pytest.mark.parametrize("make", [lambda p, threads: Adam(p, lr=0.01, weight_decay=0.1, threads=threads),
+                                  lambda p, threads: SGD(p, lr=0.1, momentum=0.9, threads=threads)])
+def test_threads_share_the_update_and_give_the_same_parameters_and_state(make):
+    """Ten parameters of different sizes (one of several blocks), one without a gradient at
+    some steps: three threads end where one thread ends, bit for bit."""
+    shapes = [(3,), (BLOCK + 5,), (7, 11), (2 * BLOCK,), (1,), (40, 30), (5,), (BLOCK,), (9, 9), (2,)]
+    runs = {}
+    for threads in (1, 3):
+        params = [(f"p{i}", parameter(*shape, seed=i)) for i, shape in enumerate(shapes)]
+        optimizer = make(params, threads)
+        for step in range(4):
+            for i, (_, p) in enumerate(params):
+                p.grad = None if (i == 4 and step % 2) else \
+                    np.random.default_rng(100 * step + i).standard_normal(p.shape)
+            optimizer.step()
+        runs[threads] = [p.data for _, p in params], optimizer.state_dict()
+    (one, state_one), (three, state_three) = runs[1], runs[3]
+    assert all(np.array_equal(a, b) for a, b in zip(one, three))
+    assert state_one.keys() == state_three.keys()
+    assert all(np.array_equal(state_one[key], state_three[key]) for key in state_one)
+
+
+def test_an_error_in_a_thread_is_raised_by_step(monkeypatch):
+    optimizer = Adam([("a", parameter(3)), ("b", parameter(4))], threads=2)
+
+    def update(p, g, state, lr):
+        if p.size == 4:
+            raise FloatingPointError("the update of b")
+
+    monkeypatch.setattr(optimizer, "_update", update)
+    for _, p in optimizer.named_params:
+        p.grad = np.ones(p.shape)
+    with pytest.raises(FloatingPointError, match="the update of b"):
+        optimizer.step()
+
+
+def test_the_shares_are_balanced_by_size():
+    updates = [(np.zeros(size), None, None) for size in (10, 9, 6, 5, 4, 3, 1)]
+    shares = balanced_shares(updates, 2)
+    assert sorted(sum(u[0].size for u in share) for share in shares) == [19, 19]
+    assert sorted(u[0].size for share in shares for u in share) == [1, 3, 4, 5, 6, 9, 10]
+    assert [len(share) for share in balanced_shares(updates[:1], 3)] == [1, 0, 0]
+
+
+def test_threads_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="threads"):
+        Adam([parameter(2)], threads=0)
 
 
 def test_grad_of_the_wrong_shape_names_the_parameter():

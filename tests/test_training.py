@@ -56,6 +56,14 @@ def test_the_same_seed_gives_the_same_losses_step_for_step(tmp_path):
     assert first.trainer.losses != other.trainer.losses
 
 
+def test_two_optimizer_threads_train_the_same_run_as_one(tmp_path):
+    one, _ = train_tiny(tmp_path, "one")
+    two = Run.new(tmp_path / "two", *tiny_configs(training={"seed": 0, "steps": 10}), report=None, threads=2)
+    two.train()
+    assert (one.optimizer.threads, two.optimizer.threads) == (1, 2)
+    assert two.trainer.losses == one.trainer.losses
+
+
 def test_the_loss_falls_and_the_log_has_training_and_validation_lines(tmp_path):
     run, result = train_tiny(tmp_path, steps=30, checkpoint_every=10)
     records = read_log(run.directory / "log.jsonl")

@@ -49,9 +49,10 @@ TORCH_MISSING = ("PyTorch is not installed, so only the NumPy side was measured;
 
 
 class NumpyTrainer:
-    """This project's model, Adam and one batch; `step()` is one training step."""
+    """This project's model, Adam (its update shared by `threads` threads) and one batch; `step()`
+    is one training step."""
 
-    def __init__(self, config, batch, seed=0):
+    def __init__(self, config, batch, seed=0, threads=1):
         from autograd.optim import Adam
         from numpy_transformer.language_model import DecoderOnlyTransformer
         from numpy_transformer.model import Transformer
@@ -59,7 +60,7 @@ class NumpyTrainer:
         rng = np.random.default_rng(seed)
         self.model = (DecoderOnlyTransformer(config.language_model_config(), rng) if config.decoder_only
                       else Transformer(config.transformer_config(), rng)).train()
-        self.optimizer = Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS)
+        self.optimizer = Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS, threads=threads)
         self.batch = batch
 
     def loss(self, model=None):
@@ -159,7 +160,7 @@ def make_trainer(framework, config, threads):
     """The trainer of `framework` ("numpy", "torch" or "torch_fused") on the configuration's batch."""
     batch = make_batch(config)
     if framework == "numpy":
-        return NumpyTrainer(config, batch)
+        return NumpyTrainer(config, batch, threads=threads)
     import_torch(threads)
     return TorchTrainer(config, batch, fused=framework == "torch_fused")
 

@@ -31,6 +31,8 @@ from numpy_transformer.allocator import reuse_freed_memory
 from numpy_transformer.cli import attention, bench, evaluate, export, fill_mask, generate, gradcheck, train, translate
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, EXIT_ERROR, EXIT_INTERRUPTED
 
+BLAS_SPIN_VARIABLE, BLAS_SHORTEST_SPIN = "OPENBLAS_THREAD_TIMEOUT", "4"
+
 COMMANDS = (gradcheck, train, translate, evaluate, generate, fill_mask, attention, export, bench)
 
 
@@ -58,13 +60,22 @@ def limit_blas_threads(threads):
     """Set the BLAS thread count through the environment, which BLAS reads when NumPy loads.
 
     threads: the --threads given (it overrides the environment), or None: then 1, unless the
-    user's environment sets a count. Returns False when NumPy is already loaded (too late)."""
+    user's environment sets a count. Returns False when NumPy is already loaded (too late).
+
+    With more than one thread OpenBLAS's workers, once a product is done, spin for 2^28 cycles
+    (about 0.1 s) before they sleep: the second core stays busy waiting, and the optimizer's
+    threads (autograd.optim) cannot use it. OPENBLAS_THREAD_TIMEOUT=4, its smallest value, puts
+    them to sleep after 2^4 cycles; the products themselves take as long as before, and Adam's
+    update of the thesis model on two threads 18.6 ms instead of 28.7 (docs/performance.md).
+    A value in the user's environment is kept."""
     if "numpy" in sys.modules:
         return False
     if threads is None and any(name in os.environ for name in BLAS_THREAD_VARIABLES):
         return True
     for name in BLAS_THREAD_VARIABLES:
         os.environ[name] = str(threads or 1)
+    if (threads or 1) > 1:
+        os.environ.setdefault(BLAS_SPIN_VARIABLE, BLAS_SHORTEST_SPIN)
     return True
 
 

@@ -71,8 +71,9 @@ def add_decoding_arguments(parser, what):
 
 def add_threads_argument(parser):
     parser.add_argument("--threads", type=thread_count, default=1,
-                        help="BLAS threads (default 1: small matrices gain little from more, and "
-                             "threads waiting for a busy CPU slow training down several times)")
+                        help="threads of BLAS and of the optimizer's update (default 1: small matrices gain "
+                             "little from more, and threads waiting for a busy CPU slow training down "
+                             "several times)")
 
 
 def add_common_arguments(parser):

@@ -138,7 +138,8 @@ def command(args):
 
     started = time.perf_counter()
     report = None if args.quiet else print
-    options = dict(cache_dir=args.cache_dir, progress=not args.quiet and sys.stderr.isatty(), report=report)
+    options = dict(cache_dir=args.cache_dir, progress=not args.quiet and sys.stderr.isatty(), report=report,
+                   threads=args.threads)
     model, training, data = overrides(args)
     if args.resume:
         run = resume_run(args, model, training, data, options)

@@ -53,10 +53,11 @@ def run_generators(seed):
     return np.random.default_rng(model_seed), np.random.default_rng(data_seed)
 
 
-def make_optimizer(model, config):
-    """Adam with the betas, eps and learning rate (schedule) of a TrainingConfig."""
+def make_optimizer(model, config, threads=1):
+    """Adam with the betas, eps and learning rate (schedule) of a TrainingConfig; its update
+    shared by `threads` threads (the CLI's --threads)."""
     return Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
-                eps=config.eps)
+                eps=config.eps, threads=threads)
 
 
 @dataclasses.dataclass

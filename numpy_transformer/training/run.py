@@ -54,9 +54,11 @@ class Run:
                                self.save, progress, report, state, self.objective)
 
     @classmethod
-    def new(cls, directory, model_fields, training_config, data_config, cache_dir=None, overwrite=False, **options):
+    def new(cls, directory, model_fields, training_config, data_config, cache_dir=None, overwrite=False, threads=1,
+            **options):
         """A fresh run in `directory`: empty, missing, or an earlier run's folder (whose files are
-        replaced, which needs `overwrite` once it holds a checkpoint); see run_folder.py."""
+        replaced, which needs `overwrite` once it holds a checkpoint); see run_folder.py.
+        `threads`: the optimizer's (make_optimizer)."""
         folder = RunFolder(directory, run_file_names(data_config.languages))
         folder.check_new(overwrite)
         data = prepare_data(data_config, cache_dir, progress=options.get("progress", False))
@@ -68,10 +70,10 @@ class Run:
         model = MODELS[data_config.task][1](config, model_rng)
         configs = {"model": config, "training": training_config, "data": with_fingerprint(data_config, data.splits)}
         folder.claim(new=True, overwrite=overwrite)
-        return cls(folder, data, model, make_optimizer(model, training_config), configs, data_rng, **options)
+        return cls(folder, data, model, make_optimizer(model, training_config, threads), configs, data_rng, **options)
 
     @classmethod
-    def resume(cls, directory, training=None, cache_dir=None, **options):
+    def resume(cls, directory, training=None, cache_dir=None, threads=1, **options):
         """The run saved in `directory`, ready to continue from its last checkpoint. `training`:
         new values of the RESUMABLE_FIELDS (a longer run: {"steps": 5000}); changing any other
         setting would not continue the same run, and is a ValueError."""
@@ -79,7 +81,7 @@ class Run:
         folder = RunFolder(directory, run_file_names(checkpoint.data_config.languages))
         training_config = _resumed_training_config(checkpoint.training_config, training or {})
         data = prepare_data(checkpoint.data_config, cache_dir, checkpoint.tokenizers, options.get("progress", False))
-        optimizer = make_optimizer(checkpoint.model, training_config)
+        optimizer = make_optimizer(checkpoint.model, training_config, threads)
         folder.claim()
         try:
             optimizer.load_state_dict(checkpoint.optimizer_state)
