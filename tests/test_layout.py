@@ -41,7 +41,7 @@ def test_the_threads_flag_sets_the_blas_thread_count(threads):
     assert run_python(code) == f"[{threads}]"
 
 
-@pytest.mark.parametrize("threads, spin", [(1, "None"), (2, "4")])
+@pytest.mark.parametrize("threads, spin", [(1, "None"), (2, "16")])
 def test_more_than_one_thread_puts_idle_blas_workers_to_sleep_at_once(threads, spin):
     code = ("import os\n"
             "from numpy_transformer.cli import limit_blas_threads\n"

@@ -31,7 +31,7 @@ from numpy_transformer.allocator import reuse_freed_memory
 from numpy_transformer.cli import attention, bench, evaluate, export, fill_mask, generate, gradcheck, train, translate
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, EXIT_ERROR, EXIT_INTERRUPTED
 
-BLAS_SPIN_VARIABLE, BLAS_SHORTEST_SPIN = "OPENBLAS_THREAD_TIMEOUT", "4"
+BLAS_SPIN_VARIABLE, BLAS_SHORT_SPIN = "OPENBLAS_THREAD_TIMEOUT", "16"
 
 COMMANDS = (gradcheck, train, translate, evaluate, generate, fill_mask, attention, export, bench)
 
@@ -64,10 +64,11 @@ def limit_blas_threads(threads):
 
     With more than one thread OpenBLAS's workers, once a product is done, spin for 2^28 cycles
     (about 0.1 s) before they sleep: the second core stays busy waiting, and the optimizer's
-    threads (autograd.optim) cannot use it. OPENBLAS_THREAD_TIMEOUT=4, its smallest value, puts
-    them to sleep after 2^4 cycles; the products themselves take as long as before, and Adam's
-    update of the thesis model on two threads 18.6 ms instead of 28.7 (docs/performance.md).
-    A value in the user's environment is kept."""
+    threads (autograd.optim) cannot use it. OPENBLAS_THREAD_TIMEOUT=16 puts them to sleep after
+    2^16 cycles (about 25 µs): still awake for the next product of a forward or backward pass,
+    asleep before the update starts. The products take as long as before, and Adam's update of
+    the thesis model on two threads 19 ms instead of 29 (docs/performance.md). A value in the
+    user's environment is kept."""
     if "numpy" in sys.modules:
         return False
     if threads is None and any(name in os.environ for name in BLAS_THREAD_VARIABLES):
@@ -75,7 +76,7 @@ def limit_blas_threads(threads):
     for name in BLAS_THREAD_VARIABLES:
         os.environ[name] = str(threads or 1)
     if (threads or 1) > 1:
-        os.environ.setdefault(BLAS_SPIN_VARIABLE, BLAS_SHORTEST_SPIN)
+        os.environ.setdefault(BLAS_SPIN_VARIABLE, BLAS_SHORT_SPIN)
     return True
 
 
