@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from numpy_transformer.allocator import reuse_freed_memory
 from numpy_transformer.data.batching import batch_indices
 from numpy_transformer.model import Transformer
 from numpy_transformer.training.configs import model_config, resolve
@@ -55,9 +56,9 @@ class NumpyRun:
     """This project's model and Adam: `step(batch)` is `numpy-transformer train`'s step
     (`Trainer.train_step`), `translator()` the model."""
 
-    def __init__(self, config, training, model_rng, train_data):
+    def __init__(self, config, training, model_rng, train_data, threads=1):
         self.model = Transformer(config, model_rng)
-        self.trainer = Trainer(self.model, make_optimizer(self.model, training), train_data, training,
+        self.trainer = Trainer(self.model, make_optimizer(self.model, training, threads), train_data, training,
                                np.random.default_rng(0), report=None)
 
     def step(self, batch):
@@ -187,10 +188,12 @@ def main(argv=None):
                             help=f"more {part} fields over the preset's, e.g. '{{\"d_model\": 256}}'")
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--max-minutes", type=float, default=float("inf"))
-    parser.add_argument("--threads", type=int, default=1, help="PyTorch's threads (BLAS's: OPENBLAS_NUM_THREADS)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="PyTorch's threads, or the optimizer's (BLAS's: OPENBLAS_NUM_THREADS, before Python starts)")
     parser.add_argument("--fused-adam", action="store_true", help="torch: Adam(fused=True), PyTorch at its best")
     parser.add_argument("--out", default="runs/bleu-curve")
     args = parser.parse_args(argv)
+    reuse_freed_memory()                                    # as the CLI does, for either framework
     if args.plot:
         print(f"wrote {draw(dict(item.split('=', 1) for item in args.plot), args.figure)}")
         return None
@@ -208,7 +211,7 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
         run = TorchRun(config, training_config, model_rng, init, args.fused_adam)
     else:
-        run = NumpyRun(config, training_config, model_rng, prepared.train)
+        run = NumpyRun(config, training_config, model_rng, prepared.train, args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print("\n".join(prepared.summary))
