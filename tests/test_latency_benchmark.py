@@ -44,12 +44,32 @@ def test_the_pytorch_incremental_generation_finds_this_project_s_tokens(torch, o
     assert latency.torch_generate(torch, latency.torch_generator(torch, model), prompt) == ours
 
 
+def test_the_plain_array_yardstick_computes_the_model_s_logits_step_by_step():
+    """PlainNumpyGenerator, the same step without the engine, gives the model's own logits (the
+    prompt at once, then one token at a time through both caches), and refuses other models."""
+    config = LanguageModelConfig(60, d_model=16, n_heads=2, d_ff=32, n_layers=2, pad_id=PAD_ID,
+                                 max_len=latency.PROMPT + latency.NEW_TOKENS)
+    model = DecoderOnlyTransformer(config, np.random.default_rng(2)).eval()
+    generator, cache = latency.PlainNumpyGenerator(model), {}
+    ids = np.random.default_rng(0).integers(3, 60, (1, 12))
+    for start, end in [(0, 8), (8, 9), (9, 10), (10, 12)]:
+        expected = model(ids[:, start:end], cache, start).data[:, -1]
+        assert np.allclose(generator.step(ids[:, start:end], start), expected, rtol=1e-4, atol=1e-5)
+    assert latency.plain_numpy_generate(model, ids[:, :latency.PROMPT]) == \
+        latency.numpy_generate(model, ids[:, :latency.PROMPT])
+    untied = DecoderOnlyTransformer(LanguageModelConfig(60, d_model=16, n_heads=2, d_ff=32, n_layers=1, pad_id=PAD_ID,
+                                                        tie_embeddings=False), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="PlainNumpyGenerator covers"):
+        latency.PlainNumpyGenerator(untied)
+
+
 def test_bench_latency_runs_on_the_tiny_configurations_and_says_what_it_compared():
     lines = []
     results = latency.run(threads=1, runs=1, log=lines.append, configs=("tiny", "gpt-tiny"))
     assert [(r["task"], r["config"]) for r in results] == [("translate", "tiny"), ("generate", "gpt-tiny")]
     assert all(r["numpy_ms"] > 0 for r in results)
     assert lines[0].startswith("translate one sentence of 12 tokens, beam 4, 20 steps (tiny)")
+    assert results[0]["plain_numpy_ms"] is None and results[1]["plain_numpy_ms"] > 0 and "plain array" in lines[1]
     for result, line in zip(results, lines):
         if result["torch_ms"] is None:
             assert "PyTorch not installed" in line

@@ -7,7 +7,8 @@ lm preset's decoder-only model), random weights, evaluation mode, tokenization a
 
 - translate: a source of 12 tokens, `beam_search` with 4 beams for exactly 20 steps (an
   end-of-sentence id the search never lets into its beam, found as `bench decode` finds one);
-- generate: an 8-token prompt, 64 greedy tokens by `sampling.generate`.
+- generate: an 8-token prompt, 64 greedy tokens by `sampling.generate`; and, as a yardstick,
+  by `PlainNumpyGenerator`, the same step as plain array code without the engine and layers.
 
 PyTorch decodes the same weights (`export.torch_state` into `torch_reference`'s modules) with
 the incremental decoder a PyTorch user writes for speed: the encoder once; then at every step
@@ -24,8 +25,11 @@ import time
 
 import numpy as np
 
+from autograd.functional.activations import erf_float32
+from autograd.functional.softmax import softmax_array
 from numpy_transformer.benchmarks.configs import CONFIGS, PAD_ID, SOS_ID
 from numpy_transformer.benchmarks.train_step import import_torch
+from numpy_transformer.language_model import causal_mask_at
 
 SOURCE_TOKENS, BEAM, STEPS = 12, 4, 20
 PROMPT, NEW_TOKENS = 8, 64
@@ -72,6 +76,68 @@ def generation_case(name="gpt-default", seed=0):
 def numpy_generate(model, prompt):
     from numpy_transformer.sampling import generate
     return generate(model, prompt, NEW_TOKENS, np.random.default_rng(0), temperature=0)[0][PROMPT:]
+
+
+class PlainNumpyGenerator:
+    """The decoder-only model's incremental greedy step written as plain array code: the same
+    weights and equations as `DecoderOnlyTransformer` with a cache, but no Tensors, no modules, no
+    checks and no engine. Not a second implementation to use: a yardstick that says how much of
+    a generation step is NumPy's own work and how much the layers and the engine around it add.
+    Pre-norm, learned positions, tied head, exact GELU, PyTorch's layer norm: the bench's model."""
+
+    def __init__(self, model):
+        config = model.config
+        if (config.norm_placement, config.positional, config.tie_embeddings, config.activation, config.norm_variant,
+                config.memory_slots) != ("pre", "learned", True, "gelu", "torch", 0):
+            raise ValueError("PlainNumpyGenerator covers the pre-norm, learned-position, tied, GELU model of "
+                             "`bench latency` only")
+        self.weights = {name: p.data for name, p in model.named_parameters()}
+        self.config, self.cache = config, {}
+
+    def norm(self, x, name):
+        x = x - x.sum(-1, keepdims=True) / x.shape[-1]
+        x /= np.sqrt(np.square(x).sum(-1, keepdims=True) / x.shape[-1] + np.float32(self.config.norm_eps))
+        return x * self.weights[name + ".gamma"] + self.weights[name + ".beta"]
+
+    def linear(self, x, name):
+        return x @ self.weights[name + ".weight"] + self.weights[name + ".bias"]
+
+    def attention(self, h, name, cache):
+        """Causal self-attention of the new positions h (1, n, d) over the cache and themselves."""
+        n, heads = h.shape[1], self.config.n_heads
+        q, k, v = (self.linear(h, f"{name}.W_{w}").reshape(1, n, heads, -1).swapaxes(1, 2) for w in "qkv")
+        if "k" in cache:
+            k, v = np.concatenate([cache["k"], k], 2), np.concatenate([cache["v"], v], 2)
+        cache["k"], cache["v"] = k, v
+        scores = q @ k.swapaxes(-1, -2) / np.float32(np.sqrt(q.shape[-1]))
+        if n > 1:                                                    # a prompt: each position sees its past
+            scores = np.where(causal_mask_at(k.shape[2] - n, n), scores, -np.inf)
+        weights = softmax_array(scores)
+        return self.linear((weights @ v).swapaxes(1, 2).reshape(1, n, -1), f"{name}.W_c")
+
+    def step(self, ids, start):
+        """The logits (1, V) of the next token after `ids` (1, n) at positions start …"""
+        x = self.weights["stack.embedding.weight"][ids] * np.float32(np.sqrt(self.config.d_model))
+        x = x + self.weights["stack.positional.P"][start:start + ids.shape[1]]
+        for i in range(self.config.n_layers):
+            layer = f"stack.layers.{i}"
+            x = x + self.attention(self.norm(x, f"{layer}.norm_1"), f"{layer}.self_attn", self.cache.setdefault(i, {}))
+            hidden = self.linear(self.norm(x, f"{layer}.norm_2"), f"{layer}.feed_forward.W_1")
+            gelu = hidden * (0.5 * (1 + erf_float32(hidden * np.float32(np.sqrt(0.5)))))      # x Φ(x)
+            x = x + self.linear(gelu, f"{layer}.feed_forward.W_2")
+        return self.norm(x[:, -1], "stack.final_norm") @ self.weights["stack.embedding.weight"].T
+
+
+def plain_numpy_generate(model, prompt):
+    """NEW_TOKENS greedy tokens after `prompt` by `PlainNumpyGenerator`: those of `numpy_generate`."""
+    generator, step_input, start, generated = PlainNumpyGenerator(model), prompt, 0, []
+    for _ in range(NEW_TOKENS):
+        logits = generator.step(step_input, start)
+        logits[:, model.config.pad_id] = -np.inf
+        generated.append(int(logits.argmax(-1)[0]))
+        start += step_input.shape[1]
+        step_input = np.array([[generated[-1]]])
+    return generated
 
 
 class TorchIncremental:
@@ -207,7 +273,7 @@ def run(threads=1, runs=7, log=print, configs=("default", "gpt-default")):
     model, source, eos_id = translation_case(configs[0])
     lm, prompt = generation_case(configs[1])
     tasks = {"translate": {"numpy": lambda: numpy_translate(model, source, eos_id)},
-             "generate": {"numpy": lambda: numpy_generate(lm, prompt)}}
+             "generate": {"numpy": lambda: numpy_generate(lm, prompt), "plain": lambda: plain_numpy_generate(lm, prompt)}}
     if torch is not None:
         reference, generator = torch_translator(torch, model), torch_generator(torch, lm)
         tasks["translate"]["torch"] = lambda: torch_translate(torch, reference, source, model.config.pad_id)
@@ -219,7 +285,8 @@ def run(threads=1, runs=7, log=print, configs=("default", "gpt-default")):
         ms = {name: statistics.median(seconds) * 1e3 for name, seconds in times.items()}
         result = {"task": task, "config": configs[task == "generate"], "threads": threads, "numpy_ms": round(ms["numpy"], 1),
                   "torch_ms": round(ms["torch"], 1) if "torch" in ms else None,
-                  "same_tokens": outputs.get("torch", outputs["numpy"]) == outputs["numpy"]}
+                  "plain_numpy_ms": round(ms["plain"], 1) if "plain" in ms else None,
+                  "same_tokens": all(output == outputs["numpy"] for output in outputs.values())}
         results.append(result)
         log(describe(result))
     return results
@@ -229,8 +296,10 @@ def describe(result):
     what = {"translate": f"translate one sentence of {SOURCE_TOKENS} tokens, beam {BEAM}, {STEPS} steps",
             "generate": f"generate {NEW_TOKENS} tokens after {PROMPT}, greedy"}[result["task"]] + f" ({result['config']})"
     line = f"{what}, {result['threads']} thread(s): NumPy {result['numpy_ms']:.1f} ms"
+    plain = "" if result["plain_numpy_ms"] is None else \
+        f"; the same step as plain array code (a yardstick): {result['plain_numpy_ms']:.1f} ms"
     if result["torch_ms"] is None:
-        return line + " (PyTorch not installed: `pip install torch==2.13.0` adds the comparison)"
+        return line + " (PyTorch not installed: `pip install torch==2.13.0` adds the comparison)" + plain
     ratio = result["numpy_ms"] / result["torch_ms"]
     same = "the same tokens" if result["same_tokens"] else "DIFFERENT tokens"
-    return line + f", PyTorch incremental {result['torch_ms']:.1f} ms, NumPy / PyTorch {ratio:.2f}× ({same})"
+    return line + f", PyTorch incremental {result['torch_ms']:.1f} ms, NumPy / PyTorch {ratio:.2f}× ({same}){plain}"
