@@ -1,6 +1,8 @@
 """Shape and indexing primitives: they move entries around, so their VJPs move the gradient
 back (reshape back, transpose by the inverse permutation, scatter into the indexed places,
 split where the inputs were joined)."""
+import itertools
+
 import numpy as np
 
 from autograd.engine import Function
@@ -52,7 +54,7 @@ def _is_basic(index):
 class Concatenate(Function):
     def forward(self, *arrays, axis=0):
         self.axis = axis
-        self.boundaries = np.cumsum([a.shape[axis] for a in arrays])[:-1]
+        self.boundaries = list(itertools.accumulate(a.shape[axis] for a in arrays))[:-1]   # where backward splits
         return np.concatenate(arrays, axis=axis)
 
     def backward(self, g):
