@@ -10,8 +10,10 @@ PyTorch runs twice: with its default Adam, which on the CPU updates one paramete
 and with `Adam(fused=True)`, PyTorch at its best:
 
 - time: each framework builds its model, warms up and steps in a child process of its own, one
-  after the other, in two rounds (the second in the reverse order, so that a busy moment of a
-  shared machine hits all three); the median of the steps. Separate processes, because with two
+  after the other, in four rounds (every other one in the reverse order, so that a busy moment
+  of a shared machine hits all three); the median of the steps. Four processes per framework,
+  because on the development machine a process now and then runs 15–25 % slower throughout,
+  and one of four cannot move the median. Separate processes, because with two
   threads a framework's idle workers keep spinning on the second core after each parallel
   product (OpenBLAS's for about 0.1 s), which in one process slowed the other framework's next
   step by up to 2× (docs/performance.md). Both use the same number of threads: OpenBLAS's (fixed
@@ -131,7 +133,7 @@ def import_torch(threads):
     return torch
 
 
-def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=2):
+def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4):
     """{framework: [(forward, backward, update)…]} for each of `frameworks`: `steps` timed steps in
     all, shared between `rounds` rounds; in each round each framework runs `warmup` untimed steps
     and then its timed ones in a child process of its own (module docstring), the order reversed
