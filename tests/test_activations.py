@@ -101,6 +101,21 @@ def test_float32_gelu_and_its_slope_match_the_float64_formula():
         np.testing.assert_allclose(slope, derivative(lambda t: F.gelu(t, approximate=form), x), rtol=0, atol=2e-6)
 
 
+def test_small_float32_arrays_take_scipy_s_erf_and_large_ones_the_rational_form(monkeypatch):
+    """A decoding step's (1, 512) hidden layer goes to SciPy's erf, a training batch's to
+    erf_float32; both agree with the float64 formula to float32's precision."""
+    import autograd.functional.activations as activations
+
+    calls = []
+    rational = activations.erf_float32
+    monkeypatch.setattr(activations, "erf_float32", lambda z, out=None: calls.append(z.size) or rational(z, out=out))
+    for size in (512, activations.SMALL - 1, activations.SMALL, 64 * 512):
+        x = np.random.default_rng(size).uniform(-6, 6, size)
+        fast = F.gelu(Tensor(x.astype(np.float32)))
+        np.testing.assert_allclose(fast.data, F.gelu(Tensor(x)).data, rtol=0, atol=2e-6)
+    assert calls == [activations.SMALL, 64 * 512]
+
+
 def test_gelu_tanh_is_the_tanh_formula():
     x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
     expected = [0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))) for v in x]

@@ -24,8 +24,8 @@ import statistics
 import time
 
 import numpy as np
+from scipy.special import erf
 
-from autograd.functional.activations import erf_float32
 from autograd.functional.softmax import softmax_array
 from numpy_transformer.benchmarks.configs import CONFIGS, PAD_ID, SOS_ID
 from numpy_transformer.benchmarks.train_step import import_torch
@@ -123,7 +123,7 @@ class PlainNumpyGenerator:
             layer = f"stack.layers.{i}"
             x = x + self.attention(self.norm(x, f"{layer}.norm_1"), f"{layer}.self_attn", self.cache.setdefault(i, {}))
             hidden = self.linear(self.norm(x, f"{layer}.norm_2"), f"{layer}.feed_forward.W_1")
-            gelu = hidden * (0.5 * (1 + erf_float32(hidden * np.float32(np.sqrt(0.5)))))      # x Φ(x)
+            gelu = hidden * (0.5 * (1 + erf(hidden * np.float32(np.sqrt(0.5)))))      # x Φ(x)
             x = x + self.linear(gelu, f"{layer}.feed_forward.W_2")
         return self.norm(x[:, -1], "stack.final_norm") @ self.weights["stack.embedding.weight"].T
 
