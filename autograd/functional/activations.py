@@ -15,8 +15,8 @@ times the derivative at x.
 stays float32. Φ uses SciPy's erf in float64; in float32 (and float16, widened) it uses
 `erf_float32`, Eigen's rational approximation, five times faster than SciPy's float32 erf on a
 training batch and as accurate as float32 needs (docs/performance.md), and SciPy's erf again on
-arrays under SMALL entries, where the rational form's many passes cost more in calls. ELU is a composite (where and exp);
-autograd derives its VJP.
+arrays under SMALL entries, where the rational form's many passes cost more in calls. ELU is a
+composite (where and exp); autograd derives its VJP.
 """
 import math
 
