@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from autograd.blocks import BLOCK, blocks  # noqa: F401 (BLOCK: the block size the update uses)
 from autograd.checks import checked_integer
 from autograd.engine import Tensor
 
@@ -195,26 +196,6 @@ class Adam(Optimizer):
             np.divide(m, update, out=update)
             update *= step_size
             p_ -= update
-
-
-BLOCK = 1 << 16
-
-
-def blocks(*arrays):
-    """Views of `arrays` (of one shape) BLOCK entries at a time, the same entries of each.
-
-    An optimizer's update is a dozen elementwise passes over the parameter, its gradient and
-    its state. Made over the whole of a large parameter, each pass reads and writes main memory;
-    made block by block, the block's arrays (5 × 256 KB for float32) stay in the core's cache
-    from the first pass to the last: the update of the thesis model's 19.6 M parameters takes
-    30 ms instead of 43 (docs/performance.md). Arrays that are not all C-contiguous come whole."""
-    size = arrays[0].size
-    if size <= BLOCK or not all(a.flags.c_contiguous for a in arrays):
-        yield arrays
-        return
-    flat = [a.reshape(-1) for a in arrays]
-    for start in range(0, size, BLOCK):
-        yield tuple(a[start:start + BLOCK] for a in flat)
 
 
 def balanced_shares(updates, n):

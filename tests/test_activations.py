@@ -116,6 +116,21 @@ def test_small_float32_arrays_take_scipy_s_erf_and_large_ones_the_rational_form(
     assert calls == [activations.SMALL, 64 * 512]
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_in_blocks_gives_the_values_and_gradients_of_one_pass(approximate):
+    """GELU runs a block at a time (autograd.blocks); its last block is no smaller than the
+    others, so every block takes the same erf, and the result is bit for bit that of one pass."""
+    import autograd.functional.activations as activations
+
+    x = np.random.default_rng(1).uniform(-6, 6, (3, 2 ** 16 + 77)).astype(np.float32)
+    g = np.random.default_rng(2).standard_normal(x.shape).astype(np.float32)
+    value, slope = activations._GELU_FORMS[approximate]
+    t = Tensor(x, requires_grad=True)
+    y = F.gelu(t, approximate=approximate)
+    y.backward(g)
+    assert np.array_equal(y.data, value(x)) and np.array_equal(t.grad, g * slope(x))
+
+
 def test_gelu_tanh_is_the_tanh_formula():
     x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
     expected = [0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))) for v in x]

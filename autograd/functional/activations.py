@@ -23,6 +23,7 @@ import math
 import numpy as np
 from scipy.special import erf
 
+from autograd.blocks import BLOCK, in_blocks
 from autograd.checks import checked_number
 from autograd.engine import Function, as_tensor
 from autograd.ops import masked_fill, where
@@ -32,7 +33,8 @@ _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 _TANH_SCALE, _TANH_CUBIC = math.sqrt(2 / math.pi), 0.044715
 _SATURATED = 100.0  # beyond |x| = 100 both Φ and tanh u equal 0 or 1 to the last bit
-SMALL = 4096        # float32 arrays this large or larger take erf_float32 (see _normal_cdf)
+SMALL = 4096        # float32 arrays this large or larger take erf_float32 (see _normal_cdf); at most
+assert SMALL <= BLOCK // 2  # half a block, so every block of a large array (autograd.blocks) takes it too
 
 
 class ReLU(Function):
@@ -137,16 +139,18 @@ _GELU_FORMS = {"none": (_gelu_exact, _gelu_exact_slope), "tanh": (_gelu_tanh, _g
 class GELU(Function):
     """x Φ(x), exact (`approximate="none"`) or with the tanh approximation (`"tanh"`), as
     PyTorch's `F.gelu(x, approximate=...)`. VJP: g times the derivative of the chosen form.
-    float16 x: computed in float32 (SciPy's erf has no float16 loop), stored in float16."""
+    float16 x: computed in float32 (SciPy's erf has no float16 loop), stored in float16. Both
+    directions run a block of entries at a time (autograd.blocks): the erf's ~25 passes and the
+    slope's temporaries then stay in the cache."""
 
     def forward(self, x, approximate="none"):
         value, self.slope = _GELU_FORMS[approximate]
         self.save_for_backward(x)
-        return value(widen(x)).astype(x.dtype, copy=False)
+        return in_blocks(lambda x_: value(widen(x_)), x, dtype=x.dtype)
 
     def backward(self, g):
         (x,) = self.saved
-        return (g * self.slope(widen(x)).astype(g.dtype, copy=False),)
+        return (in_blocks(lambda g_, x_: g_ * self.slope(widen(x_)).astype(g.dtype, copy=False), g, x, dtype=g.dtype),)
 
 
 class Sigmoid(Function):

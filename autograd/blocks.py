@@ -1,0 +1,40 @@
+"""Elementwise work on large arrays, a cache-sized block at a time.
+
+A chain of elementwise passes (an optimizer's update, GELU's erf and its slope) made over the
+whole of a large array reads and writes main memory at every pass, and its temporaries are as
+large as the array. Made block by block, a block's arrays and temporaries stay in the core's
+cache from the first pass to the last: the thesis model's Adam update takes 30 ms instead of 43,
+GELU's forward and backward on a (1024, 512) hidden layer 2.4 ms instead of 6.3
+(docs/performance.md).
+"""
+import numpy as np
+
+BLOCK = 1 << 16                 # entries: 256 KB of float32 per array, a few arrays within a 2 MB cache
+
+
+def blocks(*arrays):
+    """Views of `arrays` (of one shape) a block at a time, the same entries of each: ⌈size / BLOCK⌉
+    blocks of equal size (± 1), so that none holds fewer than BLOCK / 2 entries (and a choice made
+    by size, as GELU's erf, is the same for every block). Arrays that are not all C-contiguous, or
+    not larger than a block, come whole."""
+    size = arrays[0].size
+    if size <= BLOCK or not all(a.flags.c_contiguous for a in arrays):
+        yield arrays
+        return
+    flat = [a.reshape(-1) for a in arrays]
+    count = -(-size // BLOCK)
+    bounds = [size * i // count for i in range(count + 1)]
+    for start, end in zip(bounds, bounds[1:]):
+        yield tuple(a[start:end] for a in flat)
+
+
+def in_blocks(function, *arrays, dtype):
+    """function(*arrays) as a `dtype` array, for a `function` that acts entry by entry (entry i
+    of its result depends on entry i of each input alone), computed a block at a time into one
+    output; the same values as one call on the whole arrays."""
+    if arrays[0].size <= BLOCK:
+        return function(*arrays).astype(dtype, copy=False)
+    out = np.empty(arrays[0].shape, dtype)
+    for out_block, *input_blocks in blocks(out, *arrays):
+        out_block[...] = function(*input_blocks)
+    return out

@@ -1,0 +1,36 @@
+"""autograd.blocks: elementwise work a cache-sized block at a time, the same values as in one go."""
+import numpy as np
+import pytest
+
+from autograd.blocks import BLOCK, blocks, in_blocks
+
+
+@pytest.mark.parametrize("size", [7, BLOCK, BLOCK + 1, 2 * BLOCK + 100, 5 * BLOCK - 3])
+def test_the_blocks_cover_every_entry_once_in_order_none_under_half_a_block(size):
+    a, b = np.arange(size), np.arange(size) * 2
+    parts = list(blocks(a, b))
+    assert np.array_equal(np.concatenate([p for p, _ in parts]), a)
+    assert all(np.array_equal(q, 2 * p) for p, q in parts)                # the same entries of each array
+    assert len(parts) == -(-size // BLOCK)
+    assert size <= BLOCK or min(len(p) for p, _ in parts) >= BLOCK // 2
+
+
+def test_arrays_that_are_not_contiguous_come_whole():
+    a = np.zeros((4 * BLOCK, 2))[:, 0]
+    assert [len(p) for p, in blocks(a)] == [4 * BLOCK]
+
+
+def test_in_blocks_gives_the_values_of_one_call_and_the_dtype_asked():
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((3, BLOCK + 5)), rng.standard_normal((3, BLOCK + 5))
+    calls = []
+
+    def f(a, b):
+        calls.append(a.size)
+        return np.exp(a) * b
+
+    result = in_blocks(f, x, y, dtype=np.float32)
+    assert result.dtype == np.float32 and result.shape == x.shape
+    assert np.array_equal(result, (np.exp(x) * y).astype(np.float32))
+    assert len(calls) == 4 and sum(calls) == x.size
+    assert in_blocks(f, x[0, :5], y[0, :5], dtype=np.float64).shape == (5,)
