@@ -3,9 +3,9 @@
 A chain of elementwise passes (an optimizer's update, GELU's erf and its slope) made over the
 whole of a large array reads and writes main memory at every pass, and its temporaries are as
 large as the array. Made block by block, a block's arrays and temporaries stay in the core's
-cache from the first pass to the last: the thesis model's Adam update takes 30 ms instead of 43,
-GELU's forward and backward on a (1024, 512) hidden layer 2.4 ms instead of 6.3
-(docs/performance.md).
+cache from the first pass to the last, and the temporaries are a block's size: the thesis model's
+Adam update takes 30 ms instead of 43; GELU's two layers in a gpt-default step on two threads
+5.2 ms instead of 6.1, with a peak 2–4 MB lower (docs/performance.md).
 """
 import numpy as np
 

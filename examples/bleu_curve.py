@@ -189,7 +189,8 @@ def main(argv=None):
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--max-minutes", type=float, default=float("inf"))
     parser.add_argument("--threads", type=int, default=1,
-                        help="PyTorch's threads, or the optimizer's (BLAS's: OPENBLAS_NUM_THREADS, before Python starts)")
+                        help="PyTorch's threads, or the optimizer's "
+                             "(BLAS's: OPENBLAS_NUM_THREADS, before Python starts)")
     parser.add_argument("--fused-adam", action="store_true", help="torch: Adam(fused=True), PyTorch at its best")
     parser.add_argument("--out", default="runs/bleu-curve")
     args = parser.parse_args(argv)

@@ -150,7 +150,8 @@ class GELU(Function):
 
     def backward(self, g):
         (x,) = self.saved
-        return (in_blocks(lambda g_, x_: g_ * self.slope(widen(x_)).astype(g.dtype, copy=False), g, x, dtype=g.dtype),)
+        slope_times = lambda g_, x_: g_ * self.slope(widen(x_)).astype(g.dtype, copy=False)   # noqa: E731
+        return (in_blocks(slope_times, g, x, dtype=g.dtype),)
 
 
 class Sigmoid(Function):

@@ -273,7 +273,8 @@ def run(threads=1, runs=7, log=print, configs=("default", "gpt-default")):
     model, source, eos_id = translation_case(configs[0])
     lm, prompt = generation_case(configs[1])
     tasks = {"translate": {"numpy": lambda: numpy_translate(model, source, eos_id)},
-             "generate": {"numpy": lambda: numpy_generate(lm, prompt), "plain": lambda: plain_numpy_generate(lm, prompt)}}
+             "generate": {"numpy": lambda: numpy_generate(lm, prompt),
+                          "plain": lambda: plain_numpy_generate(lm, prompt)}}
     if torch is not None:
         reference, generator = torch_translator(torch, model), torch_generator(torch, lm)
         tasks["translate"]["torch"] = lambda: torch_translate(torch, reference, source, model.config.pad_id)

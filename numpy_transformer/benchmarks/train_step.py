@@ -40,7 +40,6 @@ import time
 import numpy as np
 
 from numpy_transformer.allocator import reuse_freed_memory
-
 from numpy_transformer.benchmarks.configs import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
 
