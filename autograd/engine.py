@@ -53,9 +53,9 @@ class Function:
         fn.saved = ()
         arrays = [t.data for t in tensors]
         if _profiler is None:  # the profiler's only cost when it is off: this test
-            out = Tensor(fn.forward(*arrays, **params))
+            out = _result(fn.forward(*arrays, **params))
         else:
-            out = Tensor(_profiler.timed(cls.__name__, "forward", fn.forward, *arrays, **params))
+            out = _result(_profiler.timed(cls.__name__, "forward", fn.forward, *arrays, **params))
         if True in fn.needs_input_grad:
             out.requires_grad = True
             out.creator, fn.inputs = fn, tensors
@@ -69,6 +69,15 @@ class Function:
 
     def backward(self, grad):
         raise NotImplementedError
+
+
+def _result(array):
+    """An op's output (an array, or a NumPy scalar of a full reduction) as a Tensor outside the
+    graph, the caller links it: Tensor(array) without the checks of __init__, which an op's
+    floating or integer output cannot fail. Every op pays for this: ~45 times a decoded token."""
+    out = Tensor.__new__(Tensor)
+    out.data, out.requires_grad, out.grad, out.creator = np.asarray(array), False, None, None
+    return out
 
 
 def as_tensor(value, dtype=None):

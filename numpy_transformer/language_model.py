@@ -129,9 +129,10 @@ class DecoderOnlyTransformer(Module):
                              f"longer than max_len={self.config.max_len}")
         n, n_keys = ids.shape[1], start + ids.shape[1]
         x = self.stack.embed(ids, start)                                        # (batch, n, d)
-        mask = causal_mask_at(start, n)
         if cache is None:
-            mask = mask & padding_mask(ids, self.config.pad_id)                 # (batch, 1, n, n)
+            mask = causal_mask_at(start, n) & padding_mask(ids, self.config.pad_id)    # (batch, 1, n, n)
+        else:                               # one new position sees every key so far: nothing to mask
+            mask = causal_mask_at(start, n) if n > 1 else None
         bias = self.stack.position_bias(n, n_keys, start)
         if cache is None:
             x = self.stack.through_layers(x, mask, bias)

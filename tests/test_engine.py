@@ -1,4 +1,6 @@
 """The engine: graph building, reverse topological order, accumulation, no_grad, freeing."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -44,6 +46,17 @@ def test_no_grad_builds_no_graph_and_restores_the_mode():
         y = (x * x).sum()
     assert is_grad_enabled()
     assert not y.requires_grad and y.creator is None
+
+
+def test_an_op_output_is_a_tensor_like_any_other_even_a_full_reduction():
+    x = leaf(2, 3, dtype=np.float32)
+    for grad_mode in (True, False):
+        with contextlib.nullcontext() if grad_mode else no_grad():
+            total, product = x.sum(), x * 2
+        for y in (total, product):
+            assert isinstance(y.data, np.ndarray) and y.dtype == np.float32 and y.grad is None
+            assert y.requires_grad == grad_mode and (y.creator is not None) == grad_mode
+    assert total.shape == () and total.item() == pytest.approx(float(x.data.sum()))
 
 
 def test_no_grad_works_as_a_decorator():
