@@ -1,9 +1,12 @@
-"""Inverted dropout: x ⊙ m / (1 − p), m ~ Bernoulli(1 − p), the identity at evaluation."""
+"""Inverted dropout: x ⊙ m / (1 − p̃), m ~ Bernoulli(1 − p̃), the identity at evaluation (p̃: p to 2⁻¹⁶)."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import autograd.functional as F
 from autograd import Tensor, gradcheck
+from autograd.functional.dropout import LEVELS, _scaled_mask, kept_fraction
 
 
 def test_in_evaluation_it_returns_the_same_object():
@@ -29,8 +32,28 @@ def test_kept_entries_are_scaled_so_the_expectation_is_preserved(p):
     x = np.random.default_rng(1).uniform(1, 2, 1_000_000)
     out = F.dropout(Tensor(x), p, training=True, rng=np.random.default_rng(2)).data
     kept = out != 0
-    np.testing.assert_allclose(out[kept], x[kept] / (1 - p), rtol=1e-15)
+    np.testing.assert_allclose(out[kept], x[kept] / kept_fraction(p), rtol=1e-15)
     assert abs(out.mean() - x.mean()) < 0.01 * x.mean()
+
+
+@pytest.mark.parametrize("p", [1e-6, 0.001, 0.1, 0.3, 0.5, 0.9, 0.99999])
+def test_the_realised_p_is_within_half_a_level_of_p_and_the_mask_keeps_exactly_that_share(p):
+    kept = kept_fraction(p)
+    assert abs((1 - kept) - p) <= 0.5 / LEVELS and kept * LEVELS == int(kept * LEVELS)
+    every_value_once = np.arange(LEVELS, dtype="<u2").view("<u8")          # as 64-bit raw outputs
+    rng = SimpleNamespace(bit_generator=SimpleNamespace(random_raw=lambda n: every_value_once[:n]))
+    mask = _scaled_mask((LEVELS,), np.float64, p, rng)
+    assert np.count_nonzero(mask) == kept * LEVELS and set(np.unique(mask)) <= {0, 1 / kept}
+
+
+def test_the_mask_is_the_same_in_every_dtype_and_comes_from_the_generator_s_raw_bits():
+    rng = np.random.default_rng(11)
+    masks = [F.dropout(Tensor(np.ones((5, 7), dtype)), 0.3, True, np.random.default_rng(11)).data
+             for dtype in (np.float16, np.float32, np.float64)]
+    assert [m.dtype for m in masks] == [np.float16, np.float32, np.float64]
+    assert all(np.array_equal(m != 0, masks[0] != 0) for m in masks)
+    draws = rng.bit_generator.random_raw(9).astype("<u8").view("<u2")[:35].reshape(5, 7)
+    np.testing.assert_array_equal(masks[1] != 0, draws < kept_fraction(0.3) * LEVELS)
 
 
 def test_the_same_seed_gives_the_same_mask_and_another_seed_another():
@@ -47,7 +70,7 @@ def test_the_gradient_is_zero_exactly_where_an_entry_was_dropped():
     dropped = out.data == 0
     assert dropped.any() and (~dropped).any()
     np.testing.assert_array_equal(x.grad[dropped], 0)
-    np.testing.assert_allclose(x.grad[~dropped], 1 / 0.6, rtol=1e-15)
+    np.testing.assert_allclose(x.grad[~dropped], 1 / kept_fraction(0.4), rtol=1e-15)
 
 
 def test_p_one_gives_zeros_and_zero_gradients():

@@ -8,14 +8,19 @@ In training every entry is kept with probability 1 − p and scaled up to keep t
 At evaluation it is the identity, so a trained model needs no rescaling. It is a composite: a
 product with a constant mask through the engine's Mul, whose VJP g ⊙ m / (1 − p) sends no
 gradient to the dropped entries. No new primitive is needed.
-"""
-import numpy as np
 
-from autograd.precision import compute_dtype
+The masks come from 16-bit random draws, so the p they realise is p̃, p rounded to a multiple of
+2⁻¹⁶ (`kept_fraction`; for p = 0.1, 1 − p̃ = 0.899994), and the kept entries are scaled by
+1/(1 − p̃): the expectation stays exactly x. p = 0.5, 0.25 or 0.125 are their own p̃.
+"""
+import math
+
+import numpy as np
 
 
 def dropout(x, p, training, rng):
-    """x ⊙ m / (1 − p) with a fresh mask m ~ Bernoulli(1 − p) drawn from `rng`, same shape as x.
+    """x ⊙ m / (1 − p̃) with a fresh mask m ~ Bernoulli(1 − p̃) drawn from `rng`, same shape as x
+    (p̃: p to 2⁻¹⁶, see the module docstring).
 
     x: Tensor of any shape. p ∈ [0, 1]: the probability of dropping an entry (p = 1 drops all
     and gives zeros). `training` False, or p = 0, returns x itself (the same object, no graph
@@ -34,10 +39,24 @@ def dropout(x, p, training, rng):
     return x * _scaled_mask(x.shape, x.dtype, p, rng)
 
 
+LEVELS = 1 << 16        # an entry is kept when its 16-bit draw is below (1 − p̃) · LEVELS
+
+
+def kept_fraction(p):
+    """1 − p̃, the probability that an entry is kept: 1 − p rounded to a multiple of 2⁻¹⁶ (so
+    |p̃ − p| ≤ 2⁻¹⁷; p = 0.1 keeps 58,982 of the 65,536 values of a 16-bit draw, 0.899994)."""
+    return round((1 - p) * LEVELS) / LEVELS
+
+
 def _scaled_mask(shape, dtype, p, rng):
-    """m / (1 − p) in `dtype`: 1/(1 − p) where an entry is kept (probability 1 − p), 0 elsewhere.
-    The uniform draws are in `dtype` too, so a float32 step makes no float64 array (float32 for
-    float16, which NumPy's generators do not draw: the same masks as a float32 run)."""
-    keep = rng.random(shape, dtype=compute_dtype(dtype)) < 1 - p
-    scale = 0.0 if p == 1 else 1 / (1 - p)
-    return keep.astype(dtype) * np.asarray(scale, dtype=dtype)
+    """m / (1 − p̃) in `dtype`: 1/(1 − p̃) where an entry is kept, 0 elsewhere, so that
+    E[x ⊙ m / (1 − p̃)] = x exactly. The draws are 16-bit integers, four from each 64-bit output
+    of rng's bit generator (little-endian, the same masks on every machine): a mask costs one
+    pass over a quarter of the random bits that float32 uniforms take, 0.33 against 0.83 ms for
+    0.5 M entries (docs/performance.md). Dropout needs no finer p than 2⁻¹⁶."""
+    size, kept = math.prod(shape), kept_fraction(p)
+    if kept == 0:
+        return np.zeros(shape, dtype)
+    draws = rng.bit_generator.random_raw(-(-size // 4)).astype("<u8", copy=False).view("<u2")[:size]
+    keep = draws.reshape(shape) <= np.uint16(kept * LEVELS - 1)
+    return np.multiply(keep, np.asarray(1 / kept, dtype=dtype), dtype=dtype)
