@@ -128,7 +128,29 @@ def test_gelu_in_blocks_gives_the_values_and_gradients_of_one_pass(approximate):
     t = Tensor(x, requires_grad=True)
     y = F.gelu(t, approximate=approximate)
     y.backward(g)
-    assert np.array_equal(y.data, value(x)) and np.array_equal(t.grad, g * slope(x))
+    assert np.array_equal(y.data, value(x)) and np.array_equal(t.grad, g * slope(x, value(x)))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_gelu_s_backward_reads_the_cdf_off_its_output_exactly_at_zero_and_tiny_inputs(dtype, monkeypatch):
+    """The exact form's slope Φ(x) + x φ(x) takes Φ(x) = y / x from the forward's y = x Φ(x): no
+    erf in backward, ½ where |x| is below the smallest normal number, and float16's y (rounded to
+    11 bits) gives the slope to float16's precision."""
+    import autograd.functional.activations as activations
+
+    tiny = np.finfo(dtype).tiny
+    subnormal = tiny * np.array([0.3, -0.7, 0.011])                     # y = x/2 loses digits there
+    x = np.concatenate([[0.0, -0.0], subnormal, [tiny, 2 * tiny, 1e-3], np.linspace(-8, 8, 2001)]).astype(dtype)
+    t = Tensor(x, requires_grad=True)
+    y = F.gelu(t)
+    monkeypatch.setattr(activations, "erf_float32", lambda *args, **kwargs: pytest.fail("erf in backward"))
+    monkeypatch.setattr(activations, "erf", lambda *args, **kwargs: pytest.fail("erf in backward"))
+    y.backward(np.ones_like(x))
+    wide = x.astype(np.float64)
+    expected = 0.5 * (1 + erf(wide / math.sqrt(2))) + wide * np.exp(-wide * wide / 2) / math.sqrt(2 * math.pi)
+    assert t.grad.dtype == dtype and np.all(t.grad[:5] == 0.5)
+    np.testing.assert_allclose(t.grad, expected, rtol=0, atol={np.float16: 2e-3, np.float32: 1e-6,
+                                                                 np.float64: 1e-14}[dtype])
 
 
 def test_gelu_tanh_is_the_tanh_formula():
