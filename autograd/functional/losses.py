@@ -24,7 +24,7 @@ the gradient rounded to float16 (autograd/precision.py).
 import numpy as np
 
 from autograd.engine import Function, as_tensor
-from autograd.functional.softmax import log_softmax_array
+from autograd.functional.softmax import log_softmax_and_softmax_array
 from autograd.precision import compute_dtype
 
 
@@ -56,10 +56,10 @@ class CrossEntropy(Function):
     def forward(self, logits, targets, ignore_index=None, label_smoothing=0.0):
         rows, targets = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
         counted = _counted(targets, ignore_index)
-        log_p = log_softmax_array(rows[counted], axis=-1)            # in float32 for float16 logits
+        log_p, probs = log_softmax_and_softmax_array(rows[counted], axis=-1)     # float32 for float16 logits
         loss = np.mean(_smoothed_nll(log_p, targets[counted], label_smoothing))
         self.shape, self.dtype, self.counted, self.label_smoothing = logits.shape, logits.dtype, counted, label_smoothing
-        self.save_for_backward(np.exp(log_p), targets[counted])
+        self.save_for_backward(probs, targets[counted])
         return np.asarray(loss, dtype=compute_dtype(logits.dtype))
 
     def backward(self, g):
