@@ -34,6 +34,21 @@ def test_gradient_with_repeated_ids_matches_finite_differences():
     assert gradcheck(lambda w: F.embedding(w, ids), weight(vocab=5, d=3))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_the_sparse_product_gives_numpy_s_scatter_add_sums_bit_for_bit(dtype):
+    """∂L/∂W = Xᵀ G with X the sparse one-hot matrix adds each row in the order of t, as
+    np.add.at does: the same sums to the last bit (float16 summed in float32, then rounded)."""
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 7, (5, 40))                                     # every id many times, some never
+    g = rng.standard_normal((5, 40, 6)).astype(dtype)
+    weight = Tensor(np.zeros((9, 6), dtype), requires_grad=True)
+    F.embedding(weight, ids).backward(g)
+    expected = np.zeros((9, 6), np.float64 if dtype == np.float64 else np.float32)
+    np.add.at(expected, ids.reshape(-1), g.reshape(-1, 6).astype(expected.dtype))
+    assert weight.grad.dtype == dtype and weight.grad.flags.c_contiguous
+    np.testing.assert_array_equal(weight.grad, expected.astype(dtype))
+
+
 def test_ids_may_be_a_tensor_or_a_list():
     w = weight()
     np.testing.assert_array_equal(F.embedding(w, Tensor(np.array([1, 2]))).data, w.data[[1, 2]])
