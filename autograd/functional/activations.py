@@ -124,7 +124,10 @@ def _cdf_from_output(x, y):
     """Φ(x) read off GELU's output y = x Φ(x) as y / x: one division, where computing Φ again
     takes the erf's ~25 passes. In x's own dtype: where |x| is below its smallest normal number
     (x = 0 included) y is subnormal or zero, and Φ(x) = ½ to the last digit."""
-    return np.divide(y, x, out=np.full_like(x, 0.5), where=np.abs(x) >= np.finfo(x.dtype).tiny)
+    with np.errstate(divide="ignore", invalid="ignore"):                # 0 / 0, replaced below
+        cdf = y / x
+    cdf[np.abs(x) < np.finfo(x.dtype).tiny] = 0.5
+    return cdf
 
 
 def _tanh_u(x):

@@ -111,20 +111,21 @@ class LayerNorm(Function):
 
     def backward(self, g):
         x_hat, u_scale, denominator, gamma = self.saved
-        dtype, g, x_hat = g.dtype, widen(g), widen(x_hat)
-        leading = tuple(range(g.ndim - 1))
+        dtype, shape, d = g.dtype, g.shape, g.shape[-1]
+        g, x_hat, gamma = widen(g).reshape(-1, d), widen(x_hat).reshape(-1, d), widen(gamma)   # rows
+        g_x_hat = g * x_hat
         grad_x = grad_gamma = grad_beta = None
-        if self.needs_input_grad[0]:
-            grad_x = g * widen(gamma)                                    # h
-            mean_h_x_hat = (grad_x * x_hat).mean(axis=-1, keepdims=True)
-            grad_x -= grad_x.mean(axis=-1, keepdims=True)
-            grad_x -= x_hat * (u_scale * mean_h_x_hat)                  # u · mean(h ⊙ x̂), u = x̂ · u_scale
-            grad_x /= denominator
-            grad_x = grad_x.astype(dtype, copy=False)
+        if self.needs_input_grad[0]:                 # row means of h = g ⊙ γ and of h ⊙ x̂ as products with γ
+            mean_h, mean_h_x_hat = (g @ gamma)[:, None] / d, (g_x_hat @ gamma)[:, None] / d
+            grad_x = g * gamma                                          # h
+            grad_x -= mean_h
+            grad_x -= x_hat * (u_scale.reshape(-1, 1) * mean_h_x_hat)  # u · mean(h ⊙ x̂), u = x̂ · u_scale
+            grad_x /= denominator.reshape(-1, 1)
+            grad_x = grad_x.reshape(shape).astype(dtype, copy=False)
         if self.needs_input_grad[1]:
-            grad_gamma = (g * x_hat).sum(axis=leading).astype(dtype, copy=False)
+            grad_gamma = g_x_hat.sum(axis=0).astype(dtype, copy=False)
         if self.needs_input_grad[2]:
-            grad_beta = g.sum(axis=leading).astype(dtype, copy=False)
+            grad_beta = g.sum(axis=0).astype(dtype, copy=False)
         return grad_x, grad_gamma, grad_beta
 
 
