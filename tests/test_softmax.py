@@ -174,18 +174,3 @@ def test_log_softmax_of_a_fully_masked_row_is_minus_infinity_without_nan():
 
 def test_fused_softmax_accepts_a_plain_array():
     np.testing.assert_allclose(F.softmax(np.array([0.0, np.log(3.0)])).data, [0.25, 0.75], rtol=1e-15)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_cross_entropy_s_pair_is_log_softmax_and_softmax_from_one_exp(dtype):
-    from autograd.functional.softmax import log_softmax_and_softmax_array, log_softmax_array, softmax_array
-
-    x = np.random.default_rng(4).standard_normal((6, 9)).astype(dtype) * 30
-    x[2] = -np.inf                                                   # a fully masked row
-    x[3, :4] = -np.inf
-    log_p, probs = log_softmax_and_softmax_array(x)
-    assert log_p.dtype == probs.dtype == dtype
-    tolerance = dict(rtol=4 * np.finfo(dtype).eps, atol=0)
-    np.testing.assert_allclose(log_p, log_softmax_array(x), **tolerance)
-    np.testing.assert_allclose(probs, softmax_array(x), **tolerance)
-    assert np.all(log_p[2] == -np.inf) and np.all(probs[2] == 0) and np.all(probs[3, :4] == 0)

@@ -24,8 +24,8 @@ the gradient rounded to float16 (autograd/precision.py).
 import numpy as np
 
 from autograd.engine import Function, as_tensor
-from autograd.functional.softmax import log_softmax_and_softmax_array
-from autograd.precision import compute_dtype
+from autograd.functional.softmax import _nonzero, _row_max
+from autograd.precision import compute_dtype, widen
 
 
 def _counted(targets, ignore_index):
@@ -33,19 +33,24 @@ def _counted(targets, ignore_index):
     return np.ones(targets.shape, dtype=bool) if ignore_index is None else targets != ignore_index
 
 
-def _smoothed_nll(log_p, targets, label_smoothing):
-    """(1 − ε)(−log p_y) + ε/C Σ_c (−log p_c) per row. log_p: (n, C); targets: (n,)."""
-    nll = -log_p[np.arange(len(targets)), targets]
+def _smoothed_nll_and_softmax(rows, targets, label_smoothing):
+    """Per row (1 − ε)(−log p_y) + ε/C Σ_c (−log p_c), and p = softmax(rows), which the VJP
+    keeps. rows: (n, C), an array of the caller's own (it is overwritten); targets: (n,).
+
+    From s = z − max z alone: −log p_c = log Σ exp(s) − s_c, so the loss needs s_y, Σ_c s_c and
+    the log of the row's sum; exp(s) then becomes p in place. One array of the logits' size, and
+    one exp."""
+    s = widen(rows)
+    s -= _row_max(s, axis=-1)
+    picked, s_total = s[np.arange(len(targets)), targets], s.sum(axis=-1)
+    p = np.exp(s, out=s)
+    total = _nonzero(p.sum(axis=-1, keepdims=True))
+    p /= total
+    log_total = np.log(total[:, 0])
+    nll = log_total - picked
     if label_smoothing == 0:  # skip the smoothing term: 0 · (−inf) would be NaN for a masked class
-        return nll
-    return (1 - label_smoothing) * nll - label_smoothing / log_p.shape[-1] * np.sum(log_p, axis=-1)
-
-
-def _smoothed_target(probs, targets, label_smoothing):
-    """p* = (1 − ε) onehot(y) + ε/C, shape (n, C), in the dtype of `probs`."""
-    target = np.full_like(probs, label_smoothing / probs.shape[-1])
-    target[np.arange(len(targets)), targets] += 1 - label_smoothing
-    return target
+        return nll, p
+    return (1 - label_smoothing) * nll + label_smoothing * (log_total - s_total / p.shape[-1]), p
 
 
 class CrossEntropy(Function):
@@ -56,16 +61,22 @@ class CrossEntropy(Function):
     def forward(self, logits, targets, ignore_index=None, label_smoothing=0.0):
         rows, targets = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
         counted = _counted(targets, ignore_index)
-        log_p, probs = log_softmax_and_softmax_array(rows[counted], axis=-1)     # float32 for float16 logits
-        loss = np.mean(_smoothed_nll(log_p, targets[counted], label_smoothing))
+        nll, probs = _smoothed_nll_and_softmax(rows[counted], targets[counted], label_smoothing)   # float32 for float16
+        loss = np.mean(nll)
         self.shape, self.dtype, self.counted, self.label_smoothing = logits.shape, logits.dtype, counted, label_smoothing
         self.save_for_backward(probs, targets[counted])
         return np.asarray(loss, dtype=compute_dtype(logits.dtype))
 
     def backward(self, g):
+        """(p − p*) g / n on the counted rows, p* = (1 − ε) onehot(y) + ε/C subtracted in place."""
         probs, targets = self.saved
+        scale = g / len(targets)
+        counted_grad = probs * scale
+        counted_grad[np.arange(len(targets)), targets] -= (1 - self.label_smoothing) * scale
+        if self.label_smoothing:
+            counted_grad -= self.label_smoothing / probs.shape[-1] * scale
         grad = np.zeros((self.counted.size, probs.shape[-1]), dtype=self.dtype)
-        grad[self.counted] = (probs - _smoothed_target(probs, targets, self.label_smoothing)) * (g / len(targets))
+        grad[self.counted] = counted_grad
         return (grad.reshape(self.shape),)
 
 

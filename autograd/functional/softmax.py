@@ -59,20 +59,9 @@ def softmax_vjp(s, g, axis=-1):
 
 
 def log_softmax_array(x, axis=-1):
-    """x − max − log Σ exp(x − max) along `axis`, on plain arrays."""
+    """x − max − log Σ exp(x − max) along `axis`, on plain arrays (the cross-entropy uses it too)."""
     shifted = widen(x) - _row_max(x, axis)
     return shifted - np.log(_nonzero(np.sum(np.exp(shifted), axis=axis, keepdims=True)))
-
-
-def log_softmax_and_softmax_array(x, axis=-1):
-    """(log softmax(x), softmax(x)) along `axis`, on plain arrays, from one pass of exp: the
-    cross-entropy's loss reads the first, its VJP the second."""
-    shifted = widen(x) - _row_max(x, axis)
-    probs = np.exp(shifted)
-    total = _nonzero(np.sum(probs, axis=axis, keepdims=True))
-    shifted -= np.log(total)
-    probs /= total
-    return shifted, probs
 
 
 class Softmax(Function):
