@@ -1,4 +1,5 @@
 """Inverted dropout: x ⊙ m / (1 − p̃), m ~ Bernoulli(1 − p̃), the identity at evaluation (p̃: p to 2⁻¹⁶)."""
+import contextlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -6,7 +7,7 @@ import pytest
 
 import autograd.functional as F
 from autograd import Tensor, gradcheck
-from autograd.functional.dropout import LEVELS, _scaled_mask, kept_fraction
+from autograd.functional.dropout import LEVELS, _keep_mask, kept_fraction
 
 
 def test_in_evaluation_it_returns_the_same_object():
@@ -42,8 +43,7 @@ def test_the_realised_p_is_within_half_a_level_of_p_and_the_mask_keeps_exactly_t
     assert abs((1 - kept) - p) <= 0.5 / LEVELS and kept * LEVELS == int(kept * LEVELS)
     every_value_once = np.arange(LEVELS, dtype="<u2").view("<u8")          # as 64-bit raw outputs
     rng = SimpleNamespace(bit_generator=SimpleNamespace(random_raw=lambda n: every_value_once[:n]))
-    mask = _scaled_mask((LEVELS,), np.float64, p, rng)
-    assert np.count_nonzero(mask) == kept * LEVELS and set(np.unique(mask)) <= {0, 1 / kept}
+    assert np.count_nonzero(_keep_mask((LEVELS,), kept, rng)) == kept * LEVELS
 
 
 def test_the_mask_is_the_same_in_every_dtype_and_comes_from_the_generator_s_raw_bits():
@@ -102,3 +102,26 @@ def test_p_outside_zero_one_is_a_value_error(p):
 def test_training_without_a_generator_is_a_value_error():
     with pytest.raises(ValueError, match="rng"):
         F.dropout(Tensor(np.ones(3)), 0.1, training=True, rng=None)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_the_fused_op_and_the_composite_agree_bit_for_bit_and_the_op_keeps_booleans(dtype):
+    import autograd
+    from autograd.engine import topological_order
+
+    x = np.random.default_rng(8).standard_normal((6, 50)).astype(dtype)
+    g = np.random.default_rng(9).standard_normal((6, 50)).astype(dtype)
+    results = []
+    for composite in (False, True):
+        t = Tensor(x, requires_grad=True)
+        with autograd.composite() if composite else contextlib.nullcontext():
+            y = F.dropout(t, 0.3, True, np.random.default_rng(10))
+        kept_arrays = [a for node in topological_order(y) if node.creator for a in node.creator.saved]
+        y.backward(g)
+        results.append((y.data, t.grad, kept_arrays))
+    (fused, fused_grad, fused_kept), (composite, composite_grad, composite_kept) = results
+    assert fused.dtype == fused_grad.dtype == dtype
+    np.testing.assert_array_equal(fused, composite)
+    np.testing.assert_array_equal(fused_grad, composite_grad)
+    assert [a.dtype for a in fused_kept] == [np.bool_]                  # one byte an entry
+    assert np.dtype(dtype) in [a.dtype for a in composite_kept if a is not None]
