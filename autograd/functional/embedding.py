@@ -38,7 +38,7 @@ class Embedding(Function):
     G at the positions whose id is i (a repeated id adds all of its gradients, where an
     assignment `grad[ids] = g` would keep the last). X is built as the sparse matrix it is: SciPy
     adds each row of G to its row of the result in the order of t, the sums of NumPy's
-    scatter-add `np.add.at` bit for bit and 15 times faster (docs/performance.md). ids is a
+    scatter-add `np.add.at` bit for bit, 5 to 18 times faster (docs/performance.md). ids is a
     keyword (integers, not differentiable).
     """
 
