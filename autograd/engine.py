@@ -46,19 +46,20 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs, **params):
-        tensors = _as_tensors(cls, inputs)
+        arrays = _input_arrays(cls, inputs)
         fn = cls()
         # under no_grad() no input needs a gradient: the forward can skip what only backward reads
-        fn.needs_input_grad = tuple([t.requires_grad for t in tensors]) if _grad_enabled else (False,) * len(tensors)
+        fn.needs_input_grad = tuple([isinstance(x, Tensor) and x.requires_grad for x in inputs]) if _grad_enabled \
+            else (False,) * len(inputs)
         fn.saved = ()
-        arrays = [t.data for t in tensors]
         if _profiler is None:  # the profiler's only cost when it is off: this test
             out = _result(fn.forward(*arrays, **params))
         else:
             out = _result(_profiler.timed(cls.__name__, "forward", fn.forward, *arrays, **params))
         if True in fn.needs_input_grad:
             out.requires_grad = True
-            out.creator, fn.inputs = fn, tensors
+            out.creator = fn
+            fn.inputs = tuple([x if isinstance(x, Tensor) else _CONSTANT for x in inputs])
         return out
 
     def save_for_backward(self, *arrays):
@@ -84,18 +85,22 @@ def as_tensor(value, dtype=None):
     """Wrap a constant (a number or an array) as a Tensor. With a floating `dtype` (the other
     operand's) a floating or integer constant takes it, so `x * 2` or `x * np.ones(3)` keeps a
     float32 x in float32."""
-    if isinstance(value, Tensor):
-        return value
+    return value if isinstance(value, Tensor) else Tensor(_constant(value, dtype))
+
+
+def _constant(value, dtype):
+    """A constant as the array `as_tensor` wraps."""
     value = np.asarray(value)
     if dtype is not None and np.dtype(dtype).kind == "f" and value.dtype.kind in "fiub":
         value = value.astype(dtype, copy=False)
-    return Tensor(value)
+    return value
 
 
-def _as_tensors(cls, inputs):
-    """An op's inputs as Tensors, constants taking the dtype of the first Tensor. Mixing float32
-    and float64 Tensors would silently upcast: refuse it where it happens. (Plain loops: this
-    runs for every op, and a generator costs more than the whole check.)"""
+def _input_arrays(cls, inputs):
+    """An op's inputs as arrays: a Tensor's data, a constant in the dtype of the first Tensor
+    (`as_tensor`'s rule). Mixing float32 and float64 Tensors would silently upcast: refuse it
+    where it happens. (Plain loops: this runs for every op, and a generator costs more than the
+    whole check.)"""
     dtype = None
     for x in inputs:
         if isinstance(x, Tensor):
@@ -103,17 +108,17 @@ def _as_tensors(cls, inputs):
             break
     if dtype is None:
         raise TypeError(f"{cls.__name__}: at least one input must be a Tensor")
-    tensors = tuple([x if isinstance(x, Tensor) else as_tensor(x, dtype) for x in inputs])
+    arrays = [x.data if isinstance(x, Tensor) else _constant(x, dtype) for x in inputs]
     float_dtype = None
-    for t in tensors:
-        if t.data.dtype.kind == "f":
+    for array in arrays:
+        if array.dtype.kind == "f":
             if float_dtype is None:
-                float_dtype = t.data.dtype
-            elif t.data.dtype != float_dtype:
-                floats = {str(t.data.dtype) for t in tensors if t.data.dtype.kind == "f"}
+                float_dtype = array.dtype
+            elif array.dtype != float_dtype:
+                floats = {str(array.dtype) for array in arrays if array.dtype.kind == "f"}
                 raise TypeError(f"{cls.__name__}: inputs mix {' and '.join(sorted(floats))}; "
                                 "cast them to one dtype first (no silent upcasts)")
-    return tensors
+    return arrays
 
 
 class Tensor:
@@ -190,6 +195,9 @@ class Tensor:
                     _accumulate(grads, owned, tensor, input_grad, fresh)
             if not retain_graph:
                 fn.saved, fn.inputs = None, ()  # release the arrays and the intermediate tensors
+
+
+_CONSTANT = Tensor(np.zeros(()))  # a node's input that was a constant: it needs no gradient
 
 
 def topological_order(root):

@@ -276,8 +276,9 @@ class _BeamSearch:
         reaches_limit = (t + 1 >= self.limits)[:, None]
         finishing = ((np.arange(2 * K) < K) & ((token == self.eos_id) | reaches_limit)
                      & np.isfinite(extended.log_prob) & ~self.done[:, None])
-        candidates = dataclasses.replace(extended, score=np.where(finishing, extended.score, -np.inf))
-        self.finished = self.finished.join(candidates).best(K)
+        if finishing.any():                 # else the K finished stay the best K, in their order
+            candidates = _Hypotheses(*extended.arrays()[:3], np.where(finishing, extended.score, -np.inf))
+            self.finished = self.finished.join(candidates).best(K)
         survivors = np.argsort(token == self.eos_id, axis=1, kind="stable")[:, :K]   # (B, K) non-EOS, by rank
         self.live = extended.take(survivors)
         self.done |= self._stops() | reaches_limit[:, 0]
