@@ -102,6 +102,8 @@ class IncrementalDecoder:
         self.memory = Tensor(np.repeat(memory.data, copies, axis=0))         # (rows, n_src, d)
         self.src_mask = np.repeat(src_mask, copies, axis=0)                  # (rows, 1, 1, n_src)
         self.prefix = np.zeros((len(self.src_mask), 0), dtype=np.int64)      # (rows, t): tokens fed so far
+        self.copies = copies
+        self.sentence = np.arange(len(self.src_mask)) // copies               # (rows,): the sentence of each row
         self.cache = {} if use_cache else None
 
     def log_probs(self, tokens):
@@ -120,19 +122,26 @@ class IncrementalDecoder:
         return log_p
 
     def select(self, rows):
-        """Keep rows `rows` (an index array, repeats allowed), in that order: the prefix, the
-        memory and everything cached (keys and values, or the recurrent state (S, z) of causal
-        linear attention: Tensors whose first axis is the batch), indexed along the batch axis.
-        Beam search calls it at every step with the parents of the surviving hypotheses."""
+        """Keep rows `rows` (an index array, repeats allowed), in that order, each row taking one of
+        the copies of its own sentence (beam search calls it at every step with the parents of
+        the surviving hypotheses): the prefix and the self-attention caches (keys and values, or
+        the recurrent state (S, z) of causal linear attention: arrays whose first axis is the
+        row) are indexed. The memory, its mask and the cross-attention's keys and values are the
+        same for every copy of a sentence, so they stay."""
+        rows = np.asarray(rows)
+        if rows.shape != self.sentence.shape or not np.array_equal(self.sentence[rows], self.sentence):
+            raise ValueError(f"select: rows must give each of the {len(self.sentence)} rows a copy of its own "
+                             f"sentence ({self.copies} copies each), "
+                             f"got {rows.tolist()}")
         self.prefix = self.prefix[rows]
-        self.memory = Tensor(self.memory.data[rows])
-        self.src_mask = self.src_mask[rows]
         if self.cache is not None:
             _select_cached_rows(self.cache, rows)
 
 
 def _select_cached_rows(cache, rows):
     for key, value in cache.items():
+        if key == "cross":                    # the memory's keys and values: the same in every copy
+            continue
         if isinstance(value, dict):
             _select_cached_rows(value, rows)
         else:

@@ -11,7 +11,7 @@ import autograd.functional as F
 from autograd import Tensor
 from autograd.optim import Adam
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.decoding import (Hypothesis, _top_k, beam_search, beam_search_n_best, length_normalizer,
+from numpy_transformer.decoding import (Hypothesis, IncrementalDecoder, _top_k, beam_search, beam_search_n_best, length_normalizer,
                                         greedy_decode, max_output_length, sequence_log_prob)
 from numpy_transformer.masks import padding_mask
 from numpy_transformer.model import Transformer
@@ -166,6 +166,25 @@ def test_beam_search_reorders_the_cache_of_every_causal_attention_variant(kind, 
     uncached, uncached_logits = recorded_decoding(model, beam_search_n_best, use_cache=False)
     np.testing.assert_allclose(cached_logits, uncached_logits, rtol=0, atol=1e-12)
     assert [[h.tokens for h in n_best] for n_best in cached] == [[h.tokens for h in n_best] for n_best in uncached]
+
+
+def test_selecting_rows_reorders_the_self_attention_cache_and_keeps_each_sentence_s_memory():
+    """select() indexes the prefix and the self-attention caches; the memory and the
+    cross-attention's keys and values, the same in every copy of a sentence, stay, and a row
+    taken from another sentence is refused."""
+    model, src = random_model(seed=2), sources(4, batch=2)
+    decoder = IncrementalDecoder(model, src, copies=3)
+    decoder.log_probs(np.array([SOS] * 6))
+    decoder.log_probs(np.array([3, 4, 5, 6, 7, 8]))
+    before = {layer: {part: dict(cache) for part, cache in parts.items()} for layer, parts in decoder.cache.items()}
+    rows = np.array([2, 2, 0, 5, 3, 3])
+    decoder.select(rows)
+    np.testing.assert_array_equal(decoder.prefix[:, 1], np.array([3, 4, 5, 6, 7, 8])[rows])
+    for layer, parts in decoder.cache.items():
+        np.testing.assert_array_equal(parts["self"]["k"].data, before[layer]["self"]["k"].data[rows])
+        assert parts["cross"]["k"] is before[layer]["cross"]["k"]
+    with pytest.raises(ValueError, match="a copy of its own sentence"):
+        decoder.select(np.array([0, 1, 2, 0, 4, 5]))
 
 
 def test_beam_search_scores_are_the_teacher_forced_log_probabilities_of_its_outputs():
