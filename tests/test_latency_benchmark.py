@@ -44,11 +44,14 @@ def test_the_pytorch_incremental_generation_finds_this_project_s_tokens(torch, o
     assert latency.torch_generate(torch, latency.torch_generator(torch, model), prompt) == ours
 
 
-def test_the_plain_array_yardstick_computes_the_model_s_logits_step_by_step():
+@pytest.mark.parametrize("options", [dict(), dict(norm_placement="post", positional="sinusoidal", norm_variant="thesis",
+                                                activation="relu", tie_embeddings=False)],
+                         ids=["lm-defaults", "post-norm-sinusoidal-untied"])
+def test_the_plain_array_generator_computes_the_model_s_logits_step_by_step(options):
     """PlainNumpyGenerator, the same step without the engine, gives the model's own logits (the
-    prompt at once, then one token at a time through both caches), and refuses other models."""
+    prompt at once, then one token at a time through both caches), and the same tokens."""
     config = LanguageModelConfig(60, d_model=16, n_heads=2, d_ff=32, n_layers=2, pad_id=PAD_ID,
-                                 max_len=latency.PROMPT + latency.NEW_TOKENS)
+                                 max_len=latency.PROMPT + latency.NEW_TOKENS, **options)
     model = DecoderOnlyTransformer(config, np.random.default_rng(2)).eval()
     generator, cache = latency.PlainNumpyGenerator(model), {}
     ids = np.random.default_rng(0).integers(3, 60, (1, 12))
@@ -57,10 +60,35 @@ def test_the_plain_array_yardstick_computes_the_model_s_logits_step_by_step():
         assert np.allclose(generator.step(ids[:, start:end], start), expected, rtol=1e-4, atol=1e-5)
     assert latency.plain_numpy_generate(model, ids[:, :latency.PROMPT]) == \
         latency.numpy_generate(model, ids[:, :latency.PROMPT])
-    untied = DecoderOnlyTransformer(LanguageModelConfig(60, d_model=16, n_heads=2, d_ff=32, n_layers=1, pad_id=PAD_ID,
-                                                        tie_embeddings=False), np.random.default_rng(0))
-    with pytest.raises(ValueError, match="PlainNumpyGenerator covers"):
-        latency.PlainNumpyGenerator(untied)
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=["post-norm", "pre-norm-learned-tied"])
+def test_the_plain_array_translator_computes_the_model_s_log_probabilities_and_beams(options):
+    """PlainNumpyTranslator gives IncrementalDecoder's log-probabilities at every step of a beam
+    search, the parents' caches reordered in both, and the same tokens."""
+    from numpy_transformer.decoding import IncrementalDecoder
+    from numpy_transformer.benchmarks.plain_decoding import PlainNumpyTranslator
+
+    config = TransformerConfig(50, 60, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2, n_decoder_layers=2,
+                               dropout=0.1, pad_id=PAD_ID, **options)
+    model, source, eos_id = latency.beam_case(Transformer(config, np.random.default_rng(3)).eval())
+    ours, plain = IncrementalDecoder(model, source, copies=3), PlainNumpyTranslator(model, source, copies=3)
+    generator = np.random.default_rng(1)
+    for _ in range(5):
+        tokens = generator.integers(3, 60, 3)
+        np.testing.assert_allclose(plain.log_probs(tokens), ours.log_probs(tokens), rtol=0, atol=1e-5)
+        rows = generator.integers(0, 3, 3)
+        ours.select(rows), plain.select(rows)
+    assert latency.plain_numpy_translate(model, source, eos_id) == latency.numpy_translate(model, source, eos_id)
+
+
+def test_the_plain_array_yardsticks_refuse_the_models_they_do_not_cover():
+    from numpy_transformer.benchmarks.plain_decoding import covers
+
+    config = LanguageModelConfig(60, d_model=16, n_heads=2, d_ff=32, n_layers=1, pad_id=PAD_ID, activation="swiglu")
+    assert not covers(config)
+    with pytest.raises(ValueError, match="PlainNumpyGenerator covers full attention"):
+        latency.PlainNumpyGenerator(DecoderOnlyTransformer(config, np.random.default_rng(0)))
 
 
 def test_bench_latency_runs_on_the_tiny_configurations_and_says_what_it_compared():
@@ -69,7 +97,7 @@ def test_bench_latency_runs_on_the_tiny_configurations_and_says_what_it_compared
     assert [(r["task"], r["config"]) for r in results] == [("translate", "tiny"), ("generate", "gpt-tiny")]
     assert all(r["numpy_ms"] > 0 for r in results)
     assert lines[0].startswith("translate one sentence of 12 tokens, beam 4, 20 steps (tiny)")
-    assert results[0]["plain_numpy_ms"] is None and results[1]["plain_numpy_ms"] > 0 and "plain array" in lines[1]
+    assert all(r["plain_numpy_ms"] > 0 for r in results) and all("plain array" in line for line in lines)
     for result, line in zip(results, lines):
         if result["torch_ms"] is None:
             assert "PyTorch not installed" in line

@@ -7,8 +7,10 @@ lm preset's decoder-only model), random weights, evaluation mode, tokenization a
 
 - translate: a source of 12 tokens, `beam_search` with 4 beams for exactly 20 steps (an
   end-of-sentence id the search never lets into its beam, found as `bench decode` finds one);
-- generate: an 8-token prompt, 64 greedy tokens by `sampling.generate`; and, as a yardstick,
-  by `PlainNumpyGenerator`, the same step as plain array code without the engine and layers.
+- generate: an 8-token prompt, 64 greedy tokens by `sampling.generate`.
+
+Each is also run, as a yardstick, with the decoding step written as plain array code without
+the engine and the layers (`plain_decoding`), the same search around it.
 
 PyTorch decodes the same weights (`export.torch_state` into `torch_reference`'s modules) with
 the incremental decoder a PyTorch user writes for speed: the encoder once; then at every step
@@ -24,12 +26,10 @@ import statistics
 import time
 
 import numpy as np
-from scipy.special import erf
 
-from autograd.functional.softmax import softmax_array
 from numpy_transformer.benchmarks.configs import CONFIGS, PAD_ID, SOS_ID
+from numpy_transformer.benchmarks.plain_decoding import PlainNumpyGenerator, PlainNumpyTranslator, covers
 from numpy_transformer.benchmarks.train_step import import_torch
-from numpy_transformer.language_model import causal_mask_at
 
 SOURCE_TOKENS, BEAM, STEPS = 12, 4, 20
 PROMPT, NEW_TOKENS = 8, 64
@@ -78,54 +78,19 @@ def numpy_generate(model, prompt):
     return generate(model, prompt, NEW_TOKENS, np.random.default_rng(0), temperature=0)[0][PROMPT:]
 
 
-class PlainNumpyGenerator:
-    """The decoder-only model's incremental greedy step written as plain array code: the same
-    weights and equations as `DecoderOnlyTransformer` with a cache, but no Tensors, no modules, no
-    checks and no engine. Not a second implementation to use: a yardstick that says how much of
-    a generation step is NumPy's own work and how much the layers and the engine around it add.
-    Pre-norm, learned positions, tied head, exact GELU, PyTorch's layer norm: the bench's model."""
+def plain_numpy_translate(model, source, eos_id):
+    """`numpy_translate` with `PlainNumpyTranslator` in the place of the layers: the same beam
+    search (`decoding._BeamSearch`), the same tokens."""
+    from numpy_transformer.decoding import _BeamSearch
 
-    def __init__(self, model):
-        config = model.config
-        if (config.norm_placement, config.positional, config.tie_embeddings, config.activation, config.norm_variant,
-                config.memory_slots) != ("pre", "learned", True, "gelu", "torch", 0):
-            raise ValueError("PlainNumpyGenerator covers the pre-norm, learned-position, tied, GELU model of "
-                             "`bench latency` only")
-        self.weights = {name: p.data for name, p in model.named_parameters()}
-        self.config, self.cache = config, {}
-
-    def norm(self, x, name):
-        x = x - x.sum(-1, keepdims=True) / x.shape[-1]
-        x /= np.sqrt(np.square(x).sum(-1, keepdims=True) / x.shape[-1] + np.float32(self.config.norm_eps))
-        return x * self.weights[name + ".gamma"] + self.weights[name + ".beta"]
-
-    def linear(self, x, name):
-        return x @ self.weights[name + ".weight"] + self.weights[name + ".bias"]
-
-    def attention(self, h, name, cache):
-        """Causal self-attention of the new positions h (1, n, d) over the cache and themselves."""
-        n, heads = h.shape[1], self.config.n_heads
-        q, k, v = (self.linear(h, f"{name}.W_{w}").reshape(1, n, heads, -1).swapaxes(1, 2) for w in "qkv")
-        if "k" in cache:
-            k, v = np.concatenate([cache["k"], k], 2), np.concatenate([cache["v"], v], 2)
-        cache["k"], cache["v"] = k, v
-        scores = q @ k.swapaxes(-1, -2) / np.float32(np.sqrt(q.shape[-1]))
-        if n > 1:                                                    # a prompt: each position sees its past
-            scores = np.where(causal_mask_at(k.shape[2] - n, n), scores, -np.inf)
-        weights = softmax_array(scores)
-        return self.linear((weights @ v).swapaxes(1, 2).reshape(1, n, -1), f"{name}.W_c")
-
-    def step(self, ids, start):
-        """The logits (1, V) of the next token after `ids` (1, n) at positions start …"""
-        x = self.weights["stack.embedding.weight"][ids] * np.float32(np.sqrt(self.config.d_model))
-        x = x + self.weights["stack.positional.P"][start:start + ids.shape[1]]
-        for i in range(self.config.n_layers):
-            layer = f"stack.layers.{i}"
-            x = x + self.attention(self.norm(x, f"{layer}.norm_1"), f"{layer}.self_attn", self.cache.setdefault(i, {}))
-            hidden = self.linear(self.norm(x, f"{layer}.norm_2"), f"{layer}.feed_forward.W_1")
-            gelu = hidden * (0.5 * (1 + erf(hidden * np.float32(np.sqrt(0.5)))))      # x Φ(x)
-            x = x + self.linear(gelu, f"{layer}.feed_forward.W_2")
-        return self.norm(x[:, -1], "stack.final_norm") @ self.weights["stack.embedding.weight"].T
+    search = _BeamSearch(1, BEAM, np.array([STEPS]), eos_id, model.config.pad_id, alpha=1.0, early_stopping=True)
+    decoder, last = PlainNumpyTranslator(model, source, copies=BEAM), np.full(BEAM, SOS_ID)
+    for t in range(STEPS):
+        parents, last = search.step(t, decoder.log_probs(last).astype(np.float64).reshape(1, BEAM, -1))
+        if search.done.all():
+            break
+        decoder.select(parents)
+    return search.n_best(1)[0][0].tokens
 
 
 def plain_numpy_generate(model, prompt):
@@ -273,8 +238,11 @@ def run(threads=1, runs=7, log=print, configs=("default", "gpt-default")):
     model, source, eos_id = translation_case(configs[0])
     lm, prompt = generation_case(configs[1])
     tasks = {"translate": {"numpy": lambda: numpy_translate(model, source, eos_id)},
-             "generate": {"numpy": lambda: numpy_generate(lm, prompt),
-                          "plain": lambda: plain_numpy_generate(lm, prompt)}}
+             "generate": {"numpy": lambda: numpy_generate(lm, prompt)}}
+    if covers(model.config):
+        tasks["translate"]["plain"] = lambda: plain_numpy_translate(model, source, eos_id)
+    if covers(lm.config):
+        tasks["generate"]["plain"] = lambda: plain_numpy_generate(lm, prompt)
     if torch is not None:
         reference, generator = torch_translator(torch, model), torch_generator(torch, lm)
         tasks["translate"]["torch"] = lambda: torch_translate(torch, reference, source, model.config.pad_id)
