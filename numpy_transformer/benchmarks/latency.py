@@ -18,21 +18,25 @@ each layer runs on the new position only, its self-attention appending the new k
 to a cache and its cross-attention reading the memory's keys and values projected once
 (`F.linear` on the layers' own weights, `F.scaled_dot_product_attention`); the beam keeps the
 top 4 of the 4 · V extensions and reorders the cache with `index_select`. Both must produce the
-same tokens. The figure is the median wall time of a few runs per sentence, the two frameworks
-alternated, at the threads of `--threads`.
+same tokens. The figure is the median wall time of a few runs per sentence at the threads of
+`--threads`, each framework timed in child processes of its own, in rounds that alternate their
+order (`time_in_children`).
 """
 import dataclasses
+import json
 import statistics
 import time
 
 import numpy as np
 
+from numpy_transformer.allocator import reuse_freed_memory
 from numpy_transformer.benchmarks.configs import CONFIGS, PAD_ID, SOS_ID
 from numpy_transformer.benchmarks.plain_decoding import PlainNumpyGenerator, PlainNumpyTranslator, covers
-from numpy_transformer.benchmarks.train_step import import_torch
+from numpy_transformer.benchmarks.train_step import import_torch, in_child
 
 SOURCE_TOKENS, BEAM, STEPS = 12, 4, 20
 PROMPT, NEW_TOKENS = 8, 64
+FRAMEWORKS = ("numpy", "plain", "torch")
 
 
 def translation_case(name="default", seed=0):
@@ -220,42 +224,75 @@ def torch_generate(torch, reference, prompt):
         return generated
 
 
-def time_alternated(calls, runs):
-    """{name: [seconds…]} and {name: output} of the zero-argument `calls`, alternated."""
-    times, outputs = {name: [] for name in calls}, {}
+def framework_call(task, config_name, framework, threads):
+    """The zero-argument call that runs `task` once on the model of `config_name` with
+    `framework` ("numpy", "plain": the yardstick, or "torch"), and returns its tokens; None where
+    the yardstick does not cover the model or PyTorch is not installed."""
+    case = translation_case(config_name) if task == "translate" else generation_case(config_name)
+    if framework == "numpy":
+        return lambda: (numpy_translate if task == "translate" else numpy_generate)(*case)
+    if framework == "plain":
+        plain = plain_numpy_translate if task == "translate" else plain_numpy_generate
+        return (lambda: plain(*case)) if covers(case[0].config) else None
+    torch = import_torch(threads)
+    if torch is None:
+        return None
+    if task == "translate":
+        model, source, _ = case
+        reference = torch_translator(torch, model)
+        return lambda: torch_translate(torch, reference, source, model.config.pad_id)
+    generator = torch_generator(torch, case[0])
+    return lambda: torch_generate(torch, generator, case[1])
+
+
+def print_task_times(task, config_name, framework, threads, runs, warmup=2):
+    """In a fresh process: print the JSON {"seconds": […], "tokens": […]} of `runs` timed runs of
+    `framework_call(…)` after `warmup` untimed ones (null where there is no such call)."""
+    reuse_freed_memory()
+    call = framework_call(task, config_name, framework, threads)
+    if call is None:
+        print("null")
+        return
+    for _ in range(warmup):
+        call()
+    seconds = []
     for _ in range(runs):
-        for name, call in calls.items():
-            start = time.perf_counter()
-            outputs[name] = call()
-            times[name].append(time.perf_counter() - start)
-    return times, outputs
+        start = time.perf_counter()
+        tokens = call()
+        seconds.append(time.perf_counter() - start)
+    print(json.dumps({"seconds": seconds, "tokens": tokens}))
+
+
+def time_in_children(task, config_name, threads, runs, rounds=3):
+    """{framework: (seconds, tokens)}: `runs` timed runs of each framework, shared between
+    `rounds` rounds; in each round each framework runs in a child process of its own, the order
+    reversed every other round. One process for all would let a framework's thread pool, still
+    spinning after its own run, slow the next framework's run on two threads (PyTorch's OpenMP
+    threads took NumPy's translation from 10.0 to 14.2 ms)."""
+    measured = {}
+    for r in range(rounds):
+        share = runs // rounds + (r < runs % rounds)
+        for framework in (FRAMEWORKS if r % 2 == 0 else FRAMEWORKS[::-1]) if share else ():
+            output = json.loads(in_child(__name__, "print_task_times", task, config_name, framework, threads, share))
+            if output is not None:
+                seconds, tokens = measured.setdefault(framework, ([], output["tokens"]))
+                seconds += output["seconds"]
+                if output["tokens"] != tokens:
+                    raise RuntimeError(f"{framework} decoded different tokens in two processes: {tokens}, "
+                                       f"{output['tokens']}")
+    return measured
 
 
 def run(threads=1, runs=7, log=print, configs=("default", "gpt-default")):
     """Measure both tasks on the models of `configs` (an encoder-decoder and a decoder-only
     configuration), print a line each; return the result dicts."""
-    torch = import_torch(threads)
-    model, source, eos_id = translation_case(configs[0])
-    lm, prompt = generation_case(configs[1])
-    tasks = {"translate": {"numpy": lambda: numpy_translate(model, source, eos_id)},
-             "generate": {"numpy": lambda: numpy_generate(lm, prompt)}}
-    if covers(model.config):
-        tasks["translate"]["plain"] = lambda: plain_numpy_translate(model, source, eos_id)
-    if covers(lm.config):
-        tasks["generate"]["plain"] = lambda: plain_numpy_generate(lm, prompt)
-    if torch is not None:
-        reference, generator = torch_translator(torch, model), torch_generator(torch, lm)
-        tasks["translate"]["torch"] = lambda: torch_translate(torch, reference, source, model.config.pad_id)
-        tasks["generate"]["torch"] = lambda: torch_generate(torch, generator, prompt)
     results = []
-    for task, calls in tasks.items():
-        time_alternated(calls, 1)                                               # warm-up
-        times, outputs = time_alternated(calls, runs)
-        ms = {name: statistics.median(seconds) * 1e3 for name, seconds in times.items()}
-        result = {"task": task, "config": configs[task == "generate"], "threads": threads, "numpy_ms": round(ms["numpy"], 1),
-                  "torch_ms": round(ms["torch"], 1) if "torch" in ms else None,
-                  "plain_numpy_ms": round(ms["plain"], 1) if "plain" in ms else None,
-                  "same_tokens": all(output == outputs["numpy"] for output in outputs.values())}
+    for task, config_name in (("translate", configs[0]), ("generate", configs[1])):
+        measured = time_in_children(task, config_name, threads, runs)
+        ms = {name: round(statistics.median(seconds) * 1e3, 1) for name, (seconds, _) in measured.items()}
+        result = {"task": task, "config": config_name, "threads": threads, "numpy_ms": ms["numpy"],
+                  "torch_ms": ms.get("torch"), "plain_numpy_ms": ms.get("plain"),
+                  "same_tokens": all(tokens == measured["numpy"][1] for _, tokens in measured.values())}
         results.append(result)
         log(describe(result))
     return results

@@ -143,7 +143,7 @@ def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4):
         for framework in (frameworks if r % 2 == 0 else frameworks[::-1]):
             if share:
                 times[framework] += [tuple(phases) for phases in json.loads(
-                    _in_child("print_step_times", config_name, framework, threads, share, warmup))]
+                    in_child(__name__, "print_step_times", config_name, framework, threads, share, warmup))]
     return times
 
 
@@ -174,13 +174,13 @@ def median_ms(phases, part=None):
 def peak_memory_mb(config_name, framework, threads):
     """The peak memory (MB) of building and training `framework`'s model for two steps, measured in
     a child process (see the module docstring); None if the framework cannot run."""
-    value = _in_child("print_peak_memory", config_name, framework, threads)
+    value = in_child(__name__, "print_peak_memory", config_name, framework, threads)
     return None if value == "None" else float(value)
 
 
-def _in_child(function, *arguments):
-    """The last line that `function(*arguments)` of this module prints, run in a fresh process."""
-    code = f"from numpy_transformer.benchmarks.train_step import {function}; {function}{arguments!r}"
+def in_child(module, function, *arguments):
+    """The last line that `function(*arguments)` of `module` prints, run in a fresh process."""
+    code = f"from {module} import {function}; {function}{arguments!r}"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"{function}{arguments!r} failed in its child process:\n{result.stderr}")
