@@ -102,8 +102,7 @@ class IncrementalDecoder:
         self.memory = Tensor(np.repeat(memory.data, copies, axis=0))         # (rows, n_src, d)
         self.src_mask = np.repeat(src_mask, copies, axis=0)                  # (rows, 1, 1, n_src)
         self.prefix = np.zeros((len(self.src_mask), 0), dtype=np.int64)      # (rows, t): tokens fed so far
-        self.copies = copies
-        self.sentence = np.arange(len(self.src_mask)) // copies               # (rows,): the sentence of each row
+        self.copies = copies                                                 # rows b·copies … of sentence b
         self.cache = {} if use_cache else None
 
     def log_probs(self, tokens):
@@ -128,11 +127,10 @@ class IncrementalDecoder:
         the recurrent state (S, z) of causal linear attention: arrays whose first axis is the
         row) are indexed. The memory, its mask and the cross-attention's keys and values are the
         same for every copy of a sentence, so they stay."""
-        rows = np.asarray(rows)
-        if rows.shape != self.sentence.shape or not np.array_equal(self.sentence[rows], self.sentence):
-            raise ValueError(f"select: rows must give each of the {len(self.sentence)} rows a copy of its own "
-                             f"sentence ({self.copies} copies each), "
-                             f"got {rows.tolist()}")
+        rows, sentence = np.asarray(rows), np.arange(len(self.prefix)) // self.copies
+        if rows.shape != sentence.shape or not np.array_equal(rows // self.copies, sentence):
+            raise ValueError(f"select: rows must give each of the {len(sentence)} rows one of the {self.copies} "
+                             f"copies of its own sentence, got {rows.tolist()}")
         self.prefix = self.prefix[rows]
         if self.cache is not None:
             _select_cached_rows(self.cache, rows)

@@ -183,7 +183,7 @@ def test_selecting_rows_reorders_the_self_attention_cache_and_keeps_each_sentenc
     for layer, parts in decoder.cache.items():
         np.testing.assert_array_equal(parts["self"]["k"].data, before[layer]["self"]["k"].data[rows])
         assert parts["cross"]["k"] is before[layer]["cross"]["k"]
-    with pytest.raises(ValueError, match="a copy of its own sentence"):
+    with pytest.raises(ValueError, match="copies of its own sentence"):
         decoder.select(np.array([0, 1, 2, 0, 4, 5]))
 
 
