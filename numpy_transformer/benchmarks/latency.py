@@ -267,8 +267,8 @@ def time_in_children(task, config_name, threads, runs, rounds=3):
     """{framework: (seconds, tokens)}: `runs` timed runs of each framework, shared between
     `rounds` rounds; in each round each framework runs in a child process of its own, the order
     reversed every other round. One process for all would let a framework's thread pool, still
-    spinning after its own run, slow the next framework's run on two threads (PyTorch's OpenMP
-    threads took NumPy's translation from 10.0 to 14.2 ms)."""
+    spinning after its own run, slow the next framework's run (docs/performance.md, "One
+    sentence at a time")."""
     measured = {}
     for r in range(rounds):
         share = runs // rounds + (r < runs % rounds)
