@@ -15,7 +15,7 @@ label smoothing and clipping; only the framework and the initial weights may dif
 | torch       | copy        | `torch.nn.Transformer` starting from this project's initial weights (the   |
 |             |             | framework alone, the recipe aside)                                           |
 
-The PyTorch model is `numpy_transformer.torch_reference.torch_transformer` (√d · embeddings +
+The PyTorch model is `numpy_transformer.interop.torch_reference.torch_transformer` (√d · embeddings +
 sinusoidal positions, `nn.Transformer` without the two final LayerNorms that post-norm stacks
 do not have here, the projection). Every `--eval-every` steps the clock
 stops, the weights are copied into this project's model (`export.ours_from_torch` for PyTorch)
@@ -33,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from numpy_transformer.allocator import reuse_freed_memory
+from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.data.batching import batch_indices
 from numpy_transformer.model import Transformer
-from numpy_transformer.training.configs import model_config, resolve
+from numpy_transformer.training.settings import model_config, resolve
 from numpy_transformer.training.evaluation import evaluate_pairs
 from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators
 from numpy_transformer.training.loss import TRANSLATION
@@ -74,8 +74,8 @@ class TorchRun:
     def __init__(self, config, training, model_rng, init, fused=False):
         import torch
 
-        from numpy_transformer.export import torch_state
-        from numpy_transformer.torch_reference import torch_transformer
+        from numpy_transformer.interop.export import torch_state
+        from numpy_transformer.interop.torch_reference import torch_transformer
 
         self.torch, self.config, self.training = torch, config, training
         self.ours = Transformer(config, model_rng)                       # the NumPy run's initial weights
@@ -111,8 +111,8 @@ class TorchRun:
 
     def translator(self):
         """This project's model holding the trained weights."""
-        from numpy_transformer.export import ours_from_torch
-        from numpy_transformer.pretrained import fill_parameters
+        from numpy_transformer.interop.export import ours_from_torch
+        from numpy_transformer.interop.pretrained import fill_parameters
 
         state = {name: value.detach().numpy() for name, value in self.model.state_dict().items()}
         fill_parameters(self.ours, ours_from_torch(self.ours, state))

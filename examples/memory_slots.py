@@ -5,7 +5,7 @@
 
 The default model (1 + 1 layers, d_model 128, 4 heads) with `memory_slots` m learned key/value
 slots in every attention layer (K = [Z W_k; M_k], V = [Z W_v; M_v],
-numpy_transformer.attention.memory), trained on the built-in corpus as `numpy-transformer train
+numpy_transformer.attention.memory_slots), trained on the built-in corpus as `numpy-transformer train
 --memory-slots m` trains it. Every `--every` steps, on a fixed batch of validation pairs in eval
 mode, the attention mass on the slots of each layer,
 
@@ -22,7 +22,7 @@ from numpy_transformer.analysis.hooks import attention_modules
 from numpy_transformer.data.batching import make_batch
 from numpy_transformer.decoding import inference_mode
 from numpy_transformer.model import Transformer
-from numpy_transformer.training.configs import model_config, resolve
+from numpy_transformer.training.settings import model_config, resolve
 from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators
 from numpy_transformer.training.prepare import prepare_data
 

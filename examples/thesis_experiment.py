@@ -51,7 +51,7 @@ from numpy_transformer.training.checkpoint import has_checkpoint, load_checkpoin
 from numpy_transformer.data import encode_pairs
 from numpy_transformer.training.run import Run, prepare_data
 from numpy_transformer.model import count_parameters
-from numpy_transformer.training.configs import resolve
+from numpy_transformer.training.settings import resolve
 
 HEADS = {1: "thesis-1-head", 8: "thesis-8-heads"}
 SUBSTITUTION_SETTINGS = ((3, 2), (2, 1))

@@ -28,7 +28,7 @@ from numpy_transformer.analysis.hooks import attention_modules, kind_of
 from numpy_transformer.data.batching import make_batch
 from numpy_transformer.decoding import inference_mode
 from numpy_transformer.model import Transformer
-from numpy_transformer.training.configs import model_config, resolve
+from numpy_transformer.training.settings import model_config, resolve
 from numpy_transformer.training.loop import Trainer, run_generators
 from numpy_transformer.training.prepare import prepare_data
 

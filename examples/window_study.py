@@ -43,7 +43,7 @@ from numpy_transformer.analysis.capture import capture_sentence
 from numpy_transformer.analysis.window_study import (
     DEFAULT_NUM_POS, DEFAULT_WIDTHS, KNEE_FRACTION, NUM_POS_WIDTH, WIDTH_NUM_POS, HeadSweep, bootstrap_difference,
     knee, stacked, sweep_heads, uniform_like)
-from numpy_transformer.training.configs import resolve
+from numpy_transformer.training.settings import resolve
 from numpy_transformer.training.run import Run
 
 REPOSITORY = Path(__file__).resolve().parent.parent

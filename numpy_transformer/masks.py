@@ -69,3 +69,12 @@ def boolean_mask(mask, name="mask"):
     if mask.dtype != bool:
         raise TypeError(f"{name} must be a boolean array (True = may attend), got dtype {mask.dtype}")
     return mask
+
+
+def pad(sequences, pad_id):
+    """(len(sequences), longest) int64 array, each row a sequence of ids followed by `pad_id`s:
+    the padded batch whose [PAD] positions `padding_mask` then hides."""
+    out = np.full((len(sequences), max(len(s) for s in sequences)), pad_id, dtype=np.int64)
+    for row, sequence in zip(out, sequences):
+        row[:len(sequence)] = sequence
+    return out

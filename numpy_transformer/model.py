@@ -45,7 +45,7 @@ def multi_head_attention(config, rng, kind="full", causal=False):
     """MultiHead of eqs. (3)–(7), dropout on the attention weights, its heads computed by the
     attention `kind` ("full", or a variant of chapter 2 with config.attention_options; `causal`
     for the decoder's self-attention). Cross-attention is always "full". Every attention, self
-    and cross, gets the config's memory_slots (numpy_transformer.attention.memory)."""
+    and cross, gets the config's memory_slots (numpy_transformer.attention.memory_slots)."""
     options = options_for(kind, config.attention_options, causal=causal, max_len=config.max_len)
     return MultiHeadAttention(config.d_model, config.n_heads, rng, config.dropout, dtype=config.dtype,
                               attention=kind, memory_slots=config.memory_slots, **options)

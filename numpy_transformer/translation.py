@@ -8,7 +8,7 @@ Sources are batched by length; each is read as [SOS] words [EOS], as in training
 """
 import numpy as np
 
-from numpy_transformer.data.batching import pad
+from numpy_transformer.masks import pad
 from numpy_transformer.decoding import beam_search, greedy_decode
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from numpy_transformer.cli import main
 from numpy_transformer.data import Pair, builtin_corpus, detokenize
-from numpy_transformer.training.configs import resolve
+from numpy_transformer.training.settings import resolve
 
 TINY_MODEL = dict(d_model=16, n_heads=2, d_ff=32, dropout=0.1)
 TINY_TRAINING = dict(batch_size=16, steps=10, warmup_steps=20, eval_every=5, log_every=2, checkpoint_every=5)

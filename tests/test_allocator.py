@@ -1,10 +1,10 @@
-"""numpy_transformer.allocator: freed memory is reused, not mapped again page by page."""
+"""numpy_transformer.training.allocator: freed memory is reused, not mapped again page by page."""
 import subprocess
 import sys
 
 import pytest
 
-from numpy_transformer.allocator import reuse_freed_memory
+from numpy_transformer.training.allocator import reuse_freed_memory
 
 # Each cycle allocates three arrays of `mb` MB, writes them and frees them, twenty times over; it
 # prints the minor page faults the cycles took. Without the setting glibc maps them afresh every
@@ -13,7 +13,7 @@ from numpy_transformer.allocator import reuse_freed_memory
 CYCLES = """
 import resource, sys
 import numpy as np
-from numpy_transformer.allocator import reuse_freed_memory
+from numpy_transformer.training.allocator import reuse_freed_memory
 if sys.argv[1] == "reuse":
     assert reuse_freed_memory()
 mb = int(sys.argv[2])

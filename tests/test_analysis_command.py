@@ -1,10 +1,10 @@
-"""The `attention` subcommand (numpy_transformer/cli/attention.py) on a tiny trained run."""
+"""The `attention` subcommand (numpy_transformer/cli/attention_maps.py) on a tiny trained run."""
 import argparse
 
 import pytest
 
 from numpy_transformer.analysis.capture import AttentionCapture
-from numpy_transformer.cli.attention import add_parser
+from numpy_transformer.cli.attention_maps import add_parser
 from numpy_transformer.training.checkpoint import CheckpointError
 from numpy_transformer.training.run import Run
 from run_helpers import tiny_configs

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from numpy_transformer.benchmarks.attention import VARIANTS, goals as attention_goals, markdown_table, run, sizes, \
+from numpy_transformer.benchmarks.attention_cost import VARIANTS, goals as attention_goals, markdown_table, run, sizes, \
     slope
-from numpy_transformer.benchmarks.configs import CONFIGS, EOS_ID, PAD_ID, SOS_ID, make_batch
+from numpy_transformer.benchmarks.workloads import CONFIGS, EOS_ID, PAD_ID, SOS_ID, make_batch
 from numpy_transformer.benchmarks.decode import build_model, never_generated_eos
 from numpy_transformer.benchmarks.train_step import goals
 from numpy_transformer.decoding import greedy_decode
@@ -154,7 +154,7 @@ def test_the_command_line_has_bench_train_step_and_bench_decode():
 
 
 def test_bench_memory_shows_checkpointing_keeping_less_as_the_model_deepens(tmp_path):
-    from numpy_transformer.benchmarks.memory import run
+    from numpy_transformer.benchmarks.memory_use import run
 
     summary = run(layers=(1, 2, 4), out_dir=tmp_path, log=lambda line: None)
     plain, checkpointed = (summary["results"][name] for name in ("plain", "checkpointed"))
@@ -173,7 +173,7 @@ def test_the_command_line_has_bench_memory():
 
 
 def test_bench_precision_shows_mixed_precision_keeping_about_half_the_activations(tmp_path):
-    from numpy_transformer.benchmarks.precision import run
+    from numpy_transformer.benchmarks.precision_speed import run
 
     summary = run(("tiny", "gpt-tiny"), steps=1, out_dir=tmp_path, log=lambda line: None)
     for name in ("tiny", "gpt-tiny"):
@@ -195,7 +195,7 @@ def test_the_command_line_has_bench_precision():
 @pytest.mark.torch
 def test_bench_pretrained_loads_and_generates_a_small_gpt2_here_and_in_transformers():
     pytest.importorskip("transformers")
-    from numpy_transformer.benchmarks.pretrained import NEW_TOKENS, run
+    from numpy_transformer.benchmarks.pretrained_speed import NEW_TOKENS, run
 
     lines = []
     results = run(1, 1, log=lines.append, shape=dict(n_layer=1, n_embd=16, n_head=2, vocab_size=300, n_positions=64))

@@ -40,7 +40,7 @@ def test_the_minutes_budget_ends_the_run(example, tmp_path):
 @pytest.mark.torch
 def test_the_torch_run_copied_from_ours_trains_as_ours_does(example):
     pytest.importorskip("torch")
-    from numpy_transformer.training.configs import model_config, resolve
+    from numpy_transformer.training.settings import model_config, resolve
     from numpy_transformer.training.loop import run_generators
     from numpy_transformer.training.prepare import prepare_data
 

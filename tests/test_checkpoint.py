@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import numpy_transformer.training.checkpoint as checkpoint_module
-import numpy_transformer.files as files_module
+import numpy_transformer.training.atomic_files as files_module
 from numpy_transformer.training.checkpoint import CheckpointError, load_checkpoint
-from numpy_transformer.files import atomic_write_text
+from numpy_transformer.training.atomic_files import atomic_write_text
 from numpy_transformer.training.run import Run
 from numpy_transformer.training.metrics_log import read_log
 from run_helpers import assert_same_weights, tiny_configs, weights

@@ -149,7 +149,7 @@ def test_bpe_round_trips_through_a_file(tmp_path):
 
 
 def test_an_unknown_tokenizer_kind_is_refused():
-    from numpy_transformer.training.configs import DataConfig
+    from numpy_transformer.training.settings import DataConfig
 
     with pytest.raises(ValueError, match=r"tokenizer must be one of \('word', 'bpe', 'wordpiece', 'unigram'\), "
                                          r"got 'char'"):

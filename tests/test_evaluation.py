@@ -14,7 +14,7 @@ from numpy_transformer.training.evaluation import corpus_scores, evaluate_pairs
 from numpy_transformer.training.loss import mean_cross_entropy, perplexity
 from numpy_transformer.translation import too_long, translate, with_specials
 from numpy_transformer.model import Transformer
-from numpy_transformer.training.configs import model_config
+from numpy_transformer.training.settings import model_config
 
 HYPOTHESES = ["L'uomo mangia una mela.", "Il gatto dorme sul divano!", "Siamo a casa, oggi."]
 REFERENCES = ["L'uomo mangia la mela.", "Il gatto dorme sul divano.", "Oggi siamo a casa."]

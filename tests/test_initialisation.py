@@ -82,7 +82,7 @@ def test_the_default_preset_starts_a_real_vocabulary_s_words_below_their_positio
     of standard deviation 1 and drowns the sinusoidal positions (0.6 over 64 positions); the default preset's
     Glorot-uniform rule starts the words of a Multi30k-sized vocabulary at about 0.2."""
     from numpy_transformer.positional import sinusoidal_encoding
-    from numpy_transformer.training.configs import model_config, resolve
+    from numpy_transformer.training.settings import model_config, resolve
 
     fields = resolve("default")[0]
     config = model_config(fields, (6061, 7812), pad_id=0, max_len=64)

@@ -13,7 +13,7 @@ from numpy_transformer.data.texts import encode_texts
 from numpy_transformer.language_model import IGNORED, DecoderOnlyTransformer, EncoderOnlyTransformer, \
     LanguageModelConfig, mask_tokens
 from numpy_transformer.training.checkpoint import load_checkpoint
-from numpy_transformer.training.configs import resolve
+from numpy_transformer.training.settings import resolve
 from numpy_transformer.training.loss import CausalLM, make_objective
 from numpy_transformer.training.run import Run
 from run_helpers import TINY_DATA, TINY_TRAINING, assert_clear_error, assert_same_weights, run_main, weights

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from numpy_transformer.benchmarks import latency
-from numpy_transformer.benchmarks.configs import PAD_ID
+from numpy_transformer.benchmarks.workloads import PAD_ID
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
 from numpy_transformer.model import Transformer

@@ -1,5 +1,7 @@
-"""The package's shape: the command line loads no NumPy before it fixes the BLAS thread count,
-`--threads` reaches BLAS, and no module of numpy_transformer imports itself back in a cycle."""
+"""The packages' shape: the command line loads no NumPy before it fixes the BLAS thread count,
+`--threads` reaches BLAS, the tiers' imports point down (autograd < core < run machinery <
+interop < lab < command line), no module imports itself back but the engine and its ops, and
+no two modules share a name."""
 import ast
 import os
 import subprocess
@@ -8,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+import autograd
 import numpy_transformer
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES
 
 PACKAGE = Path(numpy_transformer.__file__).parent
+ENGINE = Path(autograd.__file__).parent
 CLEAN_ENVIRONMENT = {name: value for name, value in os.environ.items()
                      if name not in (*BLAS_THREAD_VARIABLES, "OPENBLAS_THREAD_TIMEOUT")}
 
@@ -61,6 +65,32 @@ def test_without_the_flag_blas_runs_one_thread():
     assert run_python(code) == "[1]"
 
 
+TIERS = (   # bottom to top: a module may import its own tier and the tiers below it, never above
+    ("autograd", ("autograd",)),
+    ("core", ("numpy_transformer",)),          # every module of numpy_transformer not named below
+    ("run machinery", ("numpy_transformer.data", "numpy_transformer.training")),
+    ("interop", ("numpy_transformer.interop",)),
+    ("lab", ("numpy_transformer.analysis", "numpy_transformer.theory", "numpy_transformer.beyond_text",
+             "numpy_transformer.benchmarks")),
+    ("command line", ("numpy_transformer.cli",)),
+)
+# The one deliberate cycle: the Tensor's operators (autograd.engine) apply the primitive ops, and
+# the ops are Functions of the engine. engine.py imports the ops at its end, after Tensor and
+# Function exist; every other import points one way.
+ENGINE_AND_OPS = ("autograd.engine", "autograd.ops")
+
+
+def tier_of(module):
+    """(index, name) of the tier a module belongs to: the longest prefix of TIERS it falls under."""
+    best = None
+    for index, (name, packages) in enumerate(TIERS):
+        for package in packages:
+            if (module == package or module.startswith(package + ".")) and \
+                    (best is None or len(package) > len(best[2])):
+                best = (index, name, package)
+    return best[:2]
+
+
 def imported_modules(path, modules):
     """The modules of `modules` a source file imports, at the top or inside functions
     (`from package import submodule` imports the submodule, not the package's other names)."""
@@ -75,11 +105,13 @@ def imported_modules(path, modules):
 
 
 def module_graph():
+    """{module: the modules of this repository it imports}, over autograd and numpy_transformer."""
     modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        modules[name] = path
+    for package in (PACKAGE, ENGINE):
+        for path in package.rglob("*.py"):
+            parts = path.relative_to(package.parent).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules[name] = path
     return {name: imported_modules(path, modules) - {name} for name, path in modules.items()}
 
 
@@ -109,9 +141,21 @@ def find_cycle(graph):
     return None
 
 
+def without_the_engine_tie(graph):
+    engine, ops = ENGINE_AND_OPS
+    return {name: imported - {ops} if name == engine else imported for name, imported in graph.items()}
+
+
 def test_no_module_imports_itself_back_through_others():
-    cycle = find_cycle(module_graph())
+    """No cycle in either package, once the engine's one named import of its ops is set aside."""
+    cycle = find_cycle(without_the_engine_tie(module_graph()))
     assert cycle is None, " → ".join(cycle)
+
+
+def test_the_engine_and_its_ops_are_the_one_cycle():
+    graph = module_graph()
+    engine, ops = ENGINE_AND_OPS
+    assert ops in graph[engine] and find_cycle(graph) is not None
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -119,25 +163,48 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_the_model_does_not_depend_on_the_run_machinery():
-    """Dependencies point down: the thesis-facing modules never import training/ or cli/."""
-    graph = module_graph()
-    thesis_facing = [name for name in graph if not name.startswith(("numpy_transformer.training",
-                                                                      "numpy_transformer.cli",
-                                                                      "numpy_transformer.analysis",
-                                                                      "numpy_transformer.benchmarks"))]
-    for name in thesis_facing:
-        upward = {imported for imported in graph[name]
-                  if imported.startswith(("numpy_transformer.training", "numpy_transformer.cli"))}
-        assert not upward, f"{name} imports {sorted(upward)}"
+def upward_imports(graph):
+    """Lines naming each import of `graph` that points to a higher tier."""
+    return [f"{name} ({tier_of(name)[1]}) imports {imported} ({tier_of(imported)[1]})"
+            for name, imports in sorted(graph.items()) for imported in sorted(imports)
+            if tier_of(imported)[0] > tier_of(name)[0]]
 
 
-def test_the_engine_imports_nothing_of_the_model():
-    import autograd
+def test_dependencies_point_down_the_tiers():
+    """autograd < core < run machinery < interop < lab < command line: the core (the thesis's
+    model) imports nothing of the run machinery, interop, the lab or the command line, and
+    autograd nothing of the model."""
+    upward = upward_imports(module_graph())
+    assert not upward, "\n".join(upward)
 
-    engine = Path(autograd.__file__).parent
-    for path in engine.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module} | \
-            {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-        assert not any(name.startswith("numpy_transformer") for name in imported), path
+
+def test_every_subpackage_belongs_to_a_named_tier_and_says_its_purpose():
+    for package in (PACKAGE, ENGINE):
+        for init in package.rglob("__init__.py"):
+            name = ".".join(init.parent.relative_to(package.parent).parts)
+            assert tier_of(name) is not None, name
+            docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+            assert docstring, f"{init} has no docstring saying what the package is for"
+
+
+def test_the_tier_test_sees_an_upward_import():
+    graph = {"numpy_transformer.model": {"numpy_transformer.training.loop", "autograd.engine"},
+             "autograd.optim": {"numpy_transformer.nn"}, "numpy_transformer.cli.train": {"numpy_transformer.model"}}
+    assert upward_imports(graph) == [
+        "autograd.optim (autograd) imports numpy_transformer.nn (core)",
+        "numpy_transformer.model (core) imports numpy_transformer.training.loop (run machinery)"]
+
+
+def test_no_two_modules_share_a_name():
+    """A student who reads `linear.py` knows which one: module names are unique across both
+    packages (__init__ and __main__ aside), and no module is named after a subpackage."""
+    names = {}
+    for package in (PACKAGE, ENGINE):
+        for path in package.rglob("*.py"):
+            if path.stem not in ("__init__", "__main__"):
+                names.setdefault(path.stem, []).append(str(path.relative_to(package.parent)))
+        for init in package.rglob("__init__.py"):
+            if init.parent not in (PACKAGE, ENGINE):
+                names.setdefault(init.parent.name, []).append(str(init.parent.relative_to(package.parent)))
+    shared = {name: places for name, places in names.items() if len(places) > 1}
+    assert not shared, shared

@@ -1,4 +1,4 @@
-"""Memory-augmented attention (numpy_transformer/attention/memory.py): m learned key/value slots
+"""Memory-augmented attention (numpy_transformer/attention/memory_slots.py): m learned key/value slots
 appended after the sequence's keys and values, K = [Z W_k; M_k], V = [Z W_v; M_v]. The layer
 equals the formula, has a checked gradient (the slots' included), keeps causality and padding,
 lets every query see the slots, decodes the same with the key/value cache in every model kind,
@@ -15,7 +15,7 @@ from numpy_transformer.analysis import capture_attention
 from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.attention.relative import RelativePositionBias
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.export import save_gpt2, save_torch, torch_state
+from numpy_transformer.interop.export import save_gpt2, save_torch, torch_state
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
 from numpy_transformer.masks import causal_mask, padding_mask
 from numpy_transformer.model import Transformer, analytic_parameter_count, count_parameters

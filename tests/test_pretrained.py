@@ -53,7 +53,7 @@ def test_generate_and_fill_mask_with_an_unreachable_hub_name_are_one_clear_line(
 
 
 def test_what_counts_as_a_hub_name(tmp_path):
-    from numpy_transformer.pretrained import names_pretrained
+    from numpy_transformer.interop.pretrained import names_pretrained
 
     assert names_pretrained("gpt2") and names_pretrained("openai-community/gpt2")
     assert not names_pretrained(str(tmp_path / "missing" / "run"))           # a path: the run folder's error
@@ -79,7 +79,7 @@ def write_safetensors(path, tensors):
 def test_the_safetensors_format_is_read_directly_in_every_float_dtype(tmp_path):
     import numpy as np
 
-    from numpy_transformer.pretrained import SafetensorsWeights, hugging_face_name
+    from numpy_transformer.interop.pretrained import SafetensorsWeights, hugging_face_name
 
     values = np.arange(6, dtype=np.float32).reshape(2, 3) / 4 - 0.5         # exact in every format below
     bfloat16 = (values.view(np.uint32) >> 16).astype(np.uint16)

@@ -13,7 +13,7 @@ from autograd import Function, Tensor, gradcheck
 from autograd.engine import topological_order
 from numpy_transformer.attention import (blockwise_attention, linear_attention, sliding_window_attention,
                                          sparse_attention, sliding_window_pattern)
-from numpy_transformer.attention.linear import random_features
+from numpy_transformer.attention.kernel_linear import random_features
 from numpy_transformer.attention.scaled_dot_product import AttentionWeights
 from numpy_transformer.masks import causal_mask
 

@@ -1,12 +1,12 @@
-"""A model trained here, handed to PyTorch (numpy_transformer/export.py): its exported weights
-load into the `torch.nn` models of numpy_transformer/torch_reference.py, which then compute what
+"""A model trained here, handed to PyTorch (numpy_transformer/interop/export.py): its exported weights
+load into the `torch.nn` models of numpy_transformer/interop/torch_reference.py, which then compute what
 it computes, for every option they share; export then import is the identity; `export` writes
 what `safetensors.torch` reads."""
 import numpy as np
 import pytest
 
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.export import load_torch, save_torch, torch_state
+from numpy_transformer.interop.export import load_torch, save_torch, torch_state
 from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
 from numpy_transformer.model import Transformer
 from run_helpers import assert_clear_error, assert_same_weights, run_main, weights
@@ -14,7 +14,7 @@ from run_helpers import assert_clear_error, assert_same_weights, run_main, weigh
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-from numpy_transformer.torch_reference import torch_decoder_only, torch_transformer  # noqa: E402
+from numpy_transformer.interop.torch_reference import torch_decoder_only, torch_transformer  # noqa: E402
 
 SRC = np.array([[3, 4, 5, 6, 0], [4, 5, 6, 7, 8]])
 TGT = np.array([[1, 5, 6, 0], [1, 2, 3, 4]])
@@ -105,8 +105,8 @@ def test_the_export_command_writes_a_state_dict_that_loads_into_the_reference(tm
 def test_a_decoder_only_model_in_gpt2_format_gives_the_same_logits_in_transformers_and_back(tmp_path):
     transformers = pytest.importorskip("transformers")
     from numpy_transformer.data.tokenizer import train_text_tokenizer
-    from numpy_transformer.export import save_gpt2
-    from numpy_transformer.pretrained import load_pretrained
+    from numpy_transformer.interop.export import save_gpt2
+    from numpy_transformer.interop.pretrained import load_pretrained
 
     tokenizer = train_text_tokenizer(["the cat sat on the mat .", "a dog ."] * 3, "en", min_frequency=1)
     config = LanguageModelConfig(tokenizer.vocab_size, d_model=8, n_heads=2, d_ff=16, n_layers=2, dropout=0.1,
@@ -126,7 +126,7 @@ def test_a_decoder_only_model_in_gpt2_format_gives_the_same_logits_in_transforme
 
 def test_gpt2_s_format_refuses_what_it_cannot_hold(tmp_path):
     from numpy_transformer.data.tokenizer import train_text_tokenizer
-    from numpy_transformer.export import save_gpt2
+    from numpy_transformer.interop.export import save_gpt2
 
     config = LanguageModelConfig(20, d_model=8, n_heads=2, d_ff=16, n_layers=1, norm_placement="post",
                                  tie_embeddings=False)

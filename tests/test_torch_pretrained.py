@@ -1,5 +1,5 @@
 """Hugging Face GPT-2 and BERT checkpoints loaded into this project's own models
-(numpy_transformer/pretrained.py) match `transformers`: tiny random models are built and saved
+(numpy_transformer/interop/pretrained.py) match `transformers`: tiny random models are built and saved
 in Hugging Face format here (no network), loaded, and compared logit for logit, layer for layer,
 head for head, and token for token in greedy generation. `transformers` and PyTorch are
 test-only dependencies; the library reads the safetensors format itself."""
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from numpy_transformer.data.hub_tokenizer import HubTokenizer
-from numpy_transformer.pretrained import load_hugging_face
+from numpy_transformer.interop.pretrained import load_hugging_face
 from numpy_transformer.sampling import generate
 from run_helpers import run_main
 

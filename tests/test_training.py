@@ -14,9 +14,9 @@ from numpy_transformer.training.loss import mean_cross_entropy
 from numpy_transformer.training.run import Run
 from numpy_transformer.model import Transformer
 from numpy_transformer.training.presets import PRESETS
-from numpy_transformer.training.configs import model_config, resolve
+from numpy_transformer.training.settings import model_config, resolve
 from numpy_transformer.training.loop import Trainer, TrainingDiverged, make_optimizer, run_generators
-from numpy_transformer.training.configs import DataConfig, TrainingConfig
+from numpy_transformer.training.settings import DataConfig, TrainingConfig
 from numpy_transformer.training.metrics_log import read_log
 from run_helpers import tiny_configs, write_opus_jsonl, written_pairs
 

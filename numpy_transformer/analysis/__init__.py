@@ -21,7 +21,7 @@
 | `substitution`  | the model with every head replaced by its approximation: loss, BLEU       | beyond           |
 | `ablation`      | heads silenced one at a time, ranked by the loss they cost                | [12]             |
 
-The `numpy-transformer attention` command that draws and prints these is numpy_transformer/cli/attention.py.
+The `numpy-transformer attention` command that draws and prints these is numpy_transformer/cli/attention_maps.py.
 """
 from numpy_transformer.analysis.ablation import ablated_heads, head_ablation
 from numpy_transformer.analysis.alignment import AlignmentCounts, cross_attention_alignment

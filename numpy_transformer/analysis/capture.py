@@ -64,7 +64,7 @@ class AttentionCapture:
 
 def check_full_attention(model):
     """A ValueError naming the layers whose attention keeps no weights (a chapter 2 variant), or
-    whose weights also cover memory slots (numpy_transformer.attention.memory)."""
+    whose weights also cover memory slots (numpy_transformer.attention.memory_slots)."""
     variants = [f"{name} ({module.attention})" for name, module in attention_modules(model).items()
                 if module.variant is not None]
     if variants:

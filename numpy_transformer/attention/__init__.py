@@ -11,7 +11,7 @@
 | `linformer_attention`      | softmax(Q (E K)ᵀ/√d)(F V)                            | eq. (17)       |
 | `blockwise_attention`      | eq. (5) exactly, online softmax, recomputing VJP     | eq. (5)        |
 
-Each lives in a file of its name (sparse.py, window.py, linear.py, linformer.py,
+Each lives in a file of its own (sparse.py, window.py, kernel_linear.py, linformer.py,
 blockwise.py); variants.py puts them behind `MultiHeadAttention(attention=...)`.
 The pattern builders of Figure 7 are in `patterns.py`.
 """
@@ -21,7 +21,7 @@ from numpy_transformer.attention.patterns import (bigbird_pattern, dilated_windo
                                                   global_tokens_pattern, random_pattern, sliding_window_pattern)
 from numpy_transformer.attention.sparse import AttentionGraph, sparse_attention
 from numpy_transformer.attention.window import sliding_window_attention
-from numpy_transformer.attention.linear import (causal_linear_attention, feature_map, linear_attention,
+from numpy_transformer.attention.kernel_linear import (causal_linear_attention, feature_map, linear_attention,
                                                 linear_attention_step, random_features,
                                                 recurrent_linear_attention)
 from numpy_transformer.attention.linformer import linformer_attention

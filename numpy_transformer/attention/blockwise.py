@@ -32,7 +32,7 @@ from autograd.checks import checked_integer
 from autograd.engine import Function
 from autograd.precision import in_float32
 from autograd.ops import unbroadcast
-from numpy_transformer.attention.checks import checked_qkv
+from numpy_transformer.attention.shape_checks import checked_qkv
 from numpy_transformer.attention.scaled_dot_product import _check_mask
 
 

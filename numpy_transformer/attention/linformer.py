@@ -20,7 +20,7 @@ import numpy as np
 
 import autograd.functional as F
 from autograd.engine import as_tensor
-from numpy_transformer.attention.checks import checked_key_padding, checked_qkv
+from numpy_transformer.attention.shape_checks import checked_key_padding, checked_qkv
 
 
 def linformer_attention(q, k, v, E, F_, key_padding=None):

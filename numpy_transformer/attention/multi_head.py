@@ -19,7 +19,7 @@ import numpy as np
 
 from autograd.checks import checked_integer
 from numpy_transformer.attention.cache import append_to_cache
-from numpy_transformer.attention.memory import append_memory_slots, memory_bias, memory_mask
+from numpy_transformer.attention.memory_slots import append_memory_slots, memory_bias, memory_mask
 from numpy_transformer.attention.scaled_dot_product import scaled_dot_product_attention
 from numpy_transformer.attention.variants import attention_variant
 from numpy_transformer.nn import Dropout, Linear, Module, parameter
@@ -62,7 +62,7 @@ class MultiHeadAttention(Module):
     numpy_transformer.attention.variants). The variants are self-attention only; their
     `last_weights` is None, and attention dropout acts on full attention's weights only.
 
-    `memory_slots` m > 0 makes it memory-augmented (numpy_transformer.attention.memory): two
+    `memory_slots` m > 0 makes it memory-augmented (numpy_transformer.attention.memory_slots): two
     more parameters, memory_k and memory_v (m, d_model), drawn from N(0, 1) (the scale of Z W_k
     for a unit-scale Z), appended to the keys and values, K = [Z W_k; M_k], V = [Z W_v; M_v].
     `last_weights` then has n_k + m columns, the slots last. Full attention only.
@@ -143,7 +143,7 @@ class MultiHeadAttention(Module):
 
     def _with_memory_slots(self, K, V, mask, bias):
         """[K; M_k], [V; M_v] (batch, heads, n_k + m, d_k), the mask with m True columns and the
-        bias with m zero columns (numpy_transformer.attention.memory)."""
+        bias with m zero columns (numpy_transformer.attention.memory_slots)."""
         n_keys = K.shape[-2]
         K, V = append_memory_slots(K, V, split_heads(self.memory_k, self.n_heads),
                                    split_heads(self.memory_v, self.n_heads))

@@ -34,7 +34,7 @@ from scipy.sparse import csr_array
 from autograd.engine import Function
 from autograd.precision import in_float32
 from autograd.ops import unbroadcast
-from numpy_transformer.attention.checks import checked_key_padding, checked_qkv
+from numpy_transformer.attention.shape_checks import checked_key_padding, checked_qkv
 from numpy_transformer.masks import boolean_mask
 
 CHUNK_ENTRIES = 1 << 20  # numbers per gathered (edges, d) block of the scores: 4 MB of float32

@@ -36,7 +36,7 @@ from autograd import Tensor
 from autograd.checks import checked_integer, checked_number, is_integer
 from numpy_transformer.attention.blockwise import blockwise_attention
 from numpy_transformer.attention.cache import append_to_cache
-from numpy_transformer.attention.linear import (FEATURE_MAPS, RANDOM_FEATURE_MAPS, causal_linear_attention,
+from numpy_transformer.attention.kernel_linear import (FEATURE_MAPS, RANDOM_FEATURE_MAPS, causal_linear_attention,
                                                 linear_attention, query_key_features, random_features)
 from numpy_transformer.attention.linformer import linformer_attention, linformer_projections
 from numpy_transformer.attention.patterns import (bigbird_pattern, dilated_window_pattern, global_tokens_pattern,

@@ -52,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numpy_transformer.benchmarks.attention import slope, time_and_peak
+from numpy_transformer.benchmarks.attention_cost import slope, time_and_peak
 
 N_HEADS, FF_RATIO = 4, 4
 
@@ -209,7 +209,7 @@ class CacheModel:
 def _preset_model(preset, bench_config):
     """The model of `preset` with the vocabularies of the benchmark configuration of its shape."""
     def config():
-        from numpy_transformer.benchmarks.configs import CONFIGS
+        from numpy_transformer.benchmarks.workloads import CONFIGS
         from numpy_transformer.training.presets import PRESETS
 
         bench, max_len = CONFIGS[bench_config], PRESETS[preset].data["max_len"]

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from numpy_transformer.benchmarks.configs import CONFIGS, DECODE_CONFIGS, DROPOUT, EOS_ID, PAD_ID, SOS_ID, make_batch
+from numpy_transformer.benchmarks.workloads import CONFIGS, DECODE_CONFIGS, DROPOUT, EOS_ID, PAD_ID, SOS_ID, make_batch
 
 N_TOKENS = 64
 SENTENCES = 64

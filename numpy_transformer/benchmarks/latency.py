@@ -29,8 +29,8 @@ import time
 
 import numpy as np
 
-from numpy_transformer.allocator import reuse_freed_memory
-from numpy_transformer.benchmarks.configs import CONFIGS, PAD_ID, SOS_ID
+from numpy_transformer.training.allocator import reuse_freed_memory
+from numpy_transformer.benchmarks.workloads import CONFIGS, PAD_ID, SOS_ID
 from numpy_transformer.benchmarks.plain_decoding import PlainNumpyGenerator, PlainNumpyTranslator, covers
 from numpy_transformer.benchmarks.train_step import import_torch, in_child
 
@@ -164,8 +164,8 @@ class TorchIncremental:
 
 def torch_translator(torch, model):
     """The encoder-decoder `model`'s weights in torch_reference.torch_transformer."""
-    from numpy_transformer.export import torch_state
-    from numpy_transformer.torch_reference import torch_transformer
+    from numpy_transformer.interop.export import torch_state
+    from numpy_transformer.interop.torch_reference import torch_transformer
 
     reference = torch_transformer(model.config).eval()
     reference.load_state_dict({name: torch.from_numpy(array) for name, array in torch_state(model).items()})
@@ -198,8 +198,8 @@ def torch_translate(torch, reference, source, pad_id):
 
 
 def torch_generator(torch, model):
-    from numpy_transformer.export import torch_state
-    from numpy_transformer.torch_reference import torch_decoder_only
+    from numpy_transformer.interop.export import torch_state
+    from numpy_transformer.interop.torch_reference import torch_decoder_only
 
     reference = torch_decoder_only(model.config).eval()
     reference.load_state_dict({name: torch.from_numpy(array) for name, array in torch_state(model).items()})

@@ -1,5 +1,5 @@
 """How well random-feature attention approximates softmax attention as the number of features
-m grows (thesis §2.1.2; the "favor" and "fourier" maps of numpy_transformer.attention.linear).
+m grows (thesis §2.1.2; the "favor" and "fourier" maps of numpy_transformer.attention.kernel_linear).
 
 The error is the mean |linear_attention(q, k, v) − softmax attention| over the outputs, for
 n = 64 tokens of width d = 16 with N(0, σ²) entries, averaged over seeds. Both estimators are

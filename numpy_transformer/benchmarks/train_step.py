@@ -18,7 +18,7 @@ and with `Adam(fused=True)`, PyTorch at its best:
   product (OpenBLAS's for about 0.1 s), which in one process slowed the other framework's next
   step by up to 2× (docs/performance.md). Both use the same number of threads: OpenBLAS's (fixed
   by the environment before NumPy loads) and `torch.set_num_threads`; and both processes keep
-  freed memory for reuse (numpy_transformer.allocator), as the CLI does.
+  freed memory for reuse (numpy_transformer.training.allocator), as the CLI does.
 - peak memory: each framework in a fresh child process: its peak resident set size (VmHWM,
   reset through /proc/self/clear_refs) while it builds the model and optimizer and runs two
   training steps, minus the resident size at the reset, which comes after two steps of the tiny
@@ -39,8 +39,8 @@ import time
 
 import numpy as np
 
-from numpy_transformer.allocator import reuse_freed_memory
-from numpy_transformer.benchmarks.configs import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
+from numpy_transformer.training.allocator import reuse_freed_memory
+from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
 
 FRAMEWORKS = ("numpy", "torch", "torch_fused")
@@ -92,13 +92,13 @@ class TorchTrainer:
     """The same architecture in PyTorch: embeddings × √d + sinusoidal positions,
     torch.nn.Transformer (post-norm, its two final norms removed as in the thesis), the projection
     (tied to the target embedding where the config ties it); or the decoder-only model; both from
-    numpy_transformer/torch_reference.py; the same loss, and Adam (fused=True: PyTorch's fused
+    numpy_transformer/interop/torch_reference.py; the same loss, and Adam (fused=True: PyTorch's fused
     kernel)."""
 
     def __init__(self, config, batch, seed=0, fused=False):
         import torch
 
-        from numpy_transformer.torch_reference import torch_decoder_only, torch_transformer
+        from numpy_transformer.interop.torch_reference import torch_decoder_only, torch_transformer
 
         torch.manual_seed(seed)
         self.torch = torch

@@ -13,7 +13,7 @@
 Each command module has `add_parser(commands)` and `command(args)`. Importing this package
 imports no NumPy: BLAS reads its thread count once, when NumPy loads, so `main` sets it from
 `--threads` first and each command imports what it needs when it runs. `main` also asks the C
-library to keep freed memory for the next arrays (numpy_transformer.allocator), which spares a
+library to keep freed memory for the next arrays (numpy_transformer.training.allocator), which spares a
 training step re-mapping its activations page by page.
 
 A bad input (a missing or damaged checkpoint, an unreadable data file, an unknown language pair,
@@ -27,13 +27,14 @@ import os
 import sys
 
 from numpy_transformer import __version__
-from numpy_transformer.allocator import reuse_freed_memory
-from numpy_transformer.cli import attention, bench, evaluate, export, fill_mask, generate, gradcheck, train, translate
+from numpy_transformer.training.allocator import reuse_freed_memory
+from numpy_transformer.cli import (attention_maps, bench, check_gradients, evaluate, export_model, fill_mask, generate,
+                                   train, translate)
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, EXIT_ERROR, EXIT_INTERRUPTED
 
 BLAS_SPIN_VARIABLE, BLAS_SHORT_SPIN = "OPENBLAS_THREAD_TIMEOUT", "16"
 
-COMMANDS = (gradcheck, train, translate, evaluate, generate, fill_mask, attention, export, bench)
+COMMANDS = (check_gradients, train, translate, evaluate, generate, fill_mask, attention_maps, export_model, bench)
 
 
 def build_parser():

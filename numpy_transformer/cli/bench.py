@@ -1,7 +1,7 @@
 """`numpy-transformer bench BENCHMARK`, the benchmarks of `numpy_transformer.benchmarks`:
 
 - `attention` measures how the attention variants of chapter 2 scale with n
-  (numpy_transformer.benchmarks.attention) and draws the figures of docs/chapter2.md: the timing
+  (numpy_transformer.benchmarks.attention_cost) and draws the figures of docs/chapter2.md: the timing
   figure and table, the random-feature error figure (numpy_transformer.benchmarks.random_features)
   and the thesis's Figure 7;
 - `train-step` times a training step of this project's models (the encoder-decoder and the
@@ -13,7 +13,7 @@
   feed-forward network and an encoder layer as T and d grow, with the fitted exponents, and the
   key/value cache's bytes per token (numpy_transformer.benchmarks.complexity);
 - `pretrained` loads a GPT-2-small-sized model in Hugging Face format and generates with it,
-  against `transformers` (numpy_transformer.benchmarks.pretrained);
+  against `transformers` (numpy_transformer.benchmarks.pretrained_speed);
 - `latency` translates one sentence (beam 4) and generates 64 tokens from one prompt, against
   the same weights in PyTorch decoded incrementally (numpy_transformer.benchmarks.latency).
 
@@ -79,14 +79,14 @@ def _add_threads_argument(parser, what="threads of BLAS and of PyTorch"):
 
 
 def _add_configs_argument(parser, defaults):
-    from numpy_transformer.benchmarks.configs import CONFIG_NAMES
+    from numpy_transformer.benchmarks.workloads import CONFIG_NAMES
 
     parser.add_argument("--configs", nargs="+", choices=CONFIG_NAMES, default=list(defaults), metavar="NAME",
                         help=f"configurations among {', '.join(CONFIG_NAMES)} (default: {' '.join(defaults)})")
 
 
 def _add_precision_command(benchmarks):
-    from numpy_transformer.benchmarks.precision import PRECISION_CONFIGS
+    from numpy_transformer.benchmarks.precision_speed import PRECISION_CONFIGS
 
     parser = benchmarks.add_parser(
         "precision", help="a training step in float32 and in mixed precision: activation memory, peak and time")
@@ -116,7 +116,7 @@ def _add_complexity_command(benchmarks):
 
 
 def _add_train_step_command(benchmarks):
-    from numpy_transformer.benchmarks.configs import MAIN_CONFIGS
+    from numpy_transformer.benchmarks.workloads import MAIN_CONFIGS
 
     parser = benchmarks.add_parser(
         "train-step", help="one training step (forward, backward, Adam) against PyTorch: time and peak memory")
@@ -130,7 +130,7 @@ def _add_train_step_command(benchmarks):
 
 
 def _add_decode_command(benchmarks):
-    from numpy_transformer.benchmarks.configs import DECODE_CONFIGS, ENCODER_DECODER_NAMES
+    from numpy_transformer.benchmarks.workloads import DECODE_CONFIGS, ENCODER_DECODER_NAMES
 
     parser = benchmarks.add_parser("decode", help="greedy decoding of 64 sentences into 64 tokens, with and "
                                                   "without the key/value cache")
@@ -165,7 +165,7 @@ def bench_attention_command(args):
     if status is not None:
         return status
     from numpy_transformer.attention.patterns import draw_figure_7
-    from numpy_transformer.benchmarks.attention import run
+    from numpy_transformer.benchmarks.attention_cost import run
     from numpy_transformer.benchmarks.random_features import plot_random_feature_errors
 
     out = Path(args.out)
@@ -205,7 +205,7 @@ def bench_memory_command(args):
                                                           "--out", str(args.out)])
     if status is not None:
         return status
-    from numpy_transformer.benchmarks.memory import LAYERS, run
+    from numpy_transformer.benchmarks.memory_use import LAYERS, run
 
     run([n for n in LAYERS if n <= args.max_layers], args.out, log=lambda line: print(line, flush=True))
     return 0
@@ -219,7 +219,7 @@ def bench_precision_command(args):
                                                           *(["--json"] if args.json else [])])
     if status is not None:
         return status
-    from numpy_transformer.benchmarks.precision import run
+    from numpy_transformer.benchmarks.precision_speed import run
 
     results = run(args.configs, args.steps, args.out, log=lambda line: print(line, flush=True))
     if args.json:

@@ -103,7 +103,7 @@ def load_language_model(name, task, cache_dir=None):
     """(model, tokenizer, note) for --checkpoint NAME: a run folder of `train --task TASK`, or a
     Hugging Face GPT-2 (task lm) or BERT (task mlm) folder, or such a model's Hub name. note: a
     line for standard error about the model's data, or None."""
-    from numpy_transformer.pretrained import load_pretrained, names_pretrained
+    from numpy_transformer.interop.pretrained import load_pretrained, names_pretrained
 
     if not names_pretrained(name):
         checkpoint = load_model_of(name, task)

@@ -133,7 +133,7 @@ def add_parser(commands):
 
 def command(args):
     """Train (or resume) the run in --out, evaluate it on the test split, write metrics.json."""
-    from numpy_transformer.training.configs import resolve
+    from numpy_transformer.training.settings import resolve
     from numpy_transformer.training.run import Run
 
     started = time.perf_counter()
@@ -151,7 +151,7 @@ def command(args):
 
 def train_and_evaluate(run, args, started):
     """Train the run, print and save its scores on the test split; the exit status."""
-    from numpy_transformer.files import atomic_write_text
+    from numpy_transformer.training.atomic_files import atomic_write_text
     from numpy_transformer.training.loop import format_seconds
     from numpy_transformer.training.run import METRICS_FILE
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from numpy_transformer.masks import pad
+
 POLICIES = ("drop", "truncate")
 POOL_BATCHES = 50
 
@@ -128,14 +130,6 @@ def make_batch(encoded, positions):
     tgt_in = pad([np.concatenate(([tgt_sos], encoded.tgt[k])) for k in positions], tgt_pad)
     tgt_out = pad([np.concatenate((encoded.tgt[k], [tgt_eos])) for k in positions], tgt_pad)
     return Batch(src, tgt_in, tgt_out, int((tgt_out != tgt_pad).sum()), encoded.pair_index[positions])
-
-
-def pad(sequences, pad_id):
-    """(len(sequences), longest) int64 array, each row a sequence followed by `pad_id`s."""
-    out = np.full((len(sequences), max(len(s) for s in sequences)), pad_id, dtype=np.int64)
-    for row, sequence in zip(out, sequences):
-        row[:len(sequence)] = sequence
-    return out
 
 
 def padding_fraction(batch_list, encoded):

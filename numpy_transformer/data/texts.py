@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numpy_transformer.data.batching import pad
+from numpy_transformer.masks import pad
 from numpy_transformer.data.corpus import SPLIT_FRACTIONS
 from numpy_transformer.data.files import check_utf8
 from numpy_transformer.data.official import hub_splits, local_splits, split_files

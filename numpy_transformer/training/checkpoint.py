@@ -9,7 +9,7 @@ exactly where it stopped, in one folder.
     DIR/checkpoint.npz        weights ("model/<name>"), Adam's state ("optimizer/<key>"), and the
                               loop's position as JSON ("state": step, epoch, batch, random states)
 
-Every file is written atomically (`numpy_transformer/files.py`): a crash during a write leaves the
+Every file is written atomically (`numpy_transformer/training/atomic_files.py`): a crash during a write leaves the
 previous version whole. `checkpoint.npz` is written last: a folder
 without it holds no checkpoint, and the JSON files never change during a run, so every
 `checkpoint.npz` found is consistent with the files beside it.
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
-from numpy_transformer.training.configs import MODELS, DataConfig, TrainingConfig
-from numpy_transformer.files import atomic_write, atomic_write_text
+from numpy_transformer.training.settings import MODELS, DataConfig, TrainingConfig
+from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 
 ARCHIVE = "checkpoint.npz"
 CONFIG_FILES = {"model": "model.json", "training": "training.json", "data": "data.json"}

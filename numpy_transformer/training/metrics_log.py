@@ -12,7 +12,7 @@ previous line) and a validation line every `eval_every` steps (cross-entropy wit
 import json
 from pathlib import Path
 
-from numpy_transformer.files import atomic_write, atomic_write_text
+from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 
 
 class MetricsLog:

@@ -19,7 +19,7 @@ from numpy_transformer.training.checkpoint import ARCHIVE, CONFIG_FILES, Checkpo
     save_checkpoint
 from numpy_transformer.data.tokenizer import tokenizer_path
 from numpy_transformer.model import count_parameters
-from numpy_transformer.training.configs import MODELS, model_config
+from numpy_transformer.training.settings import MODELS, model_config
 from numpy_transformer.training.loop import Trainer, TrainingDiverged, TrainingState, make_optimizer, run_generators
 from numpy_transformer.training.loss import make_objective
 from numpy_transformer.training.metrics_log import MetricsLog, plot_loss_curve

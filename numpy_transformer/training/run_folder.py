@@ -20,7 +20,7 @@ import socket
 import time
 from pathlib import Path
 
-from numpy_transformer.files import atomic_write_text
+from numpy_transformer.training.atomic_files import atomic_write_text
 
 MANIFEST, LOCK = ".numpy-transformer-run.json", ".numpy-transformer-run.lock"
 

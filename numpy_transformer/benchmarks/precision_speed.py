@@ -1,6 +1,6 @@
 """Mixed precision measured: `numpy-transformer bench precision`.
 
-For each configuration of `bench train-step` (benchmarks/configs.py), one training step of the
+For each configuration of `bench train-step` (benchmarks/workloads.py), one training step of the
 same model and batch in float32 and in mixed precision (training/mixed_precision.py: a float16
 twin runs forward and backward, Adam updates the float32 master weights):
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numpy_transformer.benchmarks.configs import CONFIGS, make_batch
+from numpy_transformer.benchmarks.workloads import CONFIGS, make_batch
 from numpy_transformer.benchmarks.train_step import NumpyTrainer
 
 PRECISION_CONFIGS = ("default", "thesis", "gpt-default", "gpt-small")

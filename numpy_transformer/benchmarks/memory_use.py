@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numpy_transformer.benchmarks.attention import slope, time_and_peak
+from numpy_transformer.benchmarks.attention_cost import slope, time_and_peak
 
 LAYERS = (1, 2, 4, 8, 16, 24)
 MODEL = dict(vocab_size=256, d_model=64, n_heads=4, d_ff=256, dropout=0.1, max_len=128)

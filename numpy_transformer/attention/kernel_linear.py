@@ -51,7 +51,7 @@ from autograd import Tensor, concatenate, masked_fill, stack, where
 from autograd.checks import checked_integer
 from autograd.engine import Function
 from autograd.precision import in_float32
-from numpy_transformer.attention.checks import checked_key_padding, checked_qkv
+from numpy_transformer.attention.shape_checks import checked_key_padding, checked_qkv
 
 FEATURE_MAPS = ("elu", "taylor", "favor", "fourier")
 RANDOM_FEATURE_MAPS = ("favor", "fourier")

@@ -29,11 +29,11 @@ import numpy as np
 
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data.tokenizer import CLS, EOS, MASK, PAD, SEP, SOS, UNK
-from numpy_transformer.files import atomic_write, atomic_write_text
+from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
 from numpy_transformer.model import Transformer
-from numpy_transformer.pretrained import SafetensorsWeights, fill_parameters
-from numpy_transformer.torch_reference import check_exportable
+from numpy_transformer.interop.pretrained import SafetensorsWeights, fill_parameters
+from numpy_transformer.interop.torch_reference import check_exportable
 
 WEIGHTS_FILE, CONFIG_FILE = "model.safetensors", "model.json"
 SAFETENSORS_DTYPES = {"float32": "F32", "float64": "F64"}

@@ -56,7 +56,7 @@ def capture_checkpoint(name, sentence, target, cache_dir=None):
     """The `AttentionCapture` of the model `name` names (a run folder, or a Hugging Face folder or
     Hub name) on the sentence; the target only for a translation model."""
     from numpy_transformer.analysis.capture import capture_sentence, capture_text
-    from numpy_transformer.pretrained import load_pretrained, names_pretrained
+    from numpy_transformer.interop.pretrained import load_pretrained, names_pretrained
     from numpy_transformer.training.checkpoint import load_checkpoint
 
     if not names_pretrained(name):

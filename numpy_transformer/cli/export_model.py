@@ -4,16 +4,16 @@
     numpy-transformer export --checkpoint DIR --to hf OUT       # a decoder-only model, GPT-2's format
 
 writes OUT/model.safetensors (the weights under the names and in the layouts of the `torch.nn`
-models of numpy_transformer/torch_reference.py) and OUT/model.json (the model's configuration).
+models of numpy_transformer/interop/torch_reference.py) and OUT/model.json (the model's configuration).
 In PyTorch:
 
     from safetensors.torch import load_file
     from numpy_transformer.config import TransformerConfig
-    from numpy_transformer.torch_reference import torch_transformer
+    from numpy_transformer.interop.torch_reference import torch_transformer
     model = torch_transformer(TransformerConfig.load("OUT/model.json"))
     model.load_state_dict(load_file("OUT/model.safetensors"))
 
-`numpy_transformer.export.load_torch(OUT)` reads it back here. `--to hf` writes a decoder-only
+`numpy_transformer.interop.export.load_torch(OUT)` reads it back here. `--to hf` writes a decoder-only
 model as Hugging Face GPT-2 (config.json, model.safetensors, tokenizer.json,
 special_tokens_map.json): `transformers.GPT2LMHeadModel.from_pretrained(OUT)` loads it, and
 `generate --checkpoint OUT` reads it back.
@@ -28,7 +28,7 @@ def add_parser(commands):
                                              "model in Hugging Face GPT-2 format.")
     export.add_argument("--checkpoint", required=True, metavar="DIR", help="the folder `train --out` wrote")
     export.add_argument("--to", required=True, choices=("torch", "hf"),
-                        help="torch: the names and layouts of numpy_transformer/torch_reference.py; hf: Hugging "
+                        help="torch: the names and layouts of numpy_transformer/interop/torch_reference.py; hf: Hugging "
                              "Face GPT-2 (decoder-only models)")
     export.add_argument("out", metavar="OUT", help="the folder to write into")
     add_threads_argument(export)
@@ -39,7 +39,7 @@ def command(args):
     """Write the checkpoint's model to OUT; print what was written."""
     from pathlib import Path
 
-    from numpy_transformer.export import CONFIG_FILE, WEIGHTS_FILE, save_gpt2, save_torch
+    from numpy_transformer.interop.export import CONFIG_FILE, WEIGHTS_FILE, save_gpt2, save_torch
     from numpy_transformer.training.checkpoint import load_checkpoint
 
     checkpoint = load_checkpoint(args.checkpoint)
@@ -57,5 +57,5 @@ def command(args):
     save_torch(checkpoint.model, args.out)
     builder = "torch_transformer" if checkpoint.task == "translation" else "torch_decoder_only"
     print(f"Wrote {Path(args.out) / WEIGHTS_FILE} and {Path(args.out) / CONFIG_FILE}: load them into "
-          f"numpy_transformer.torch_reference.{builder}(config)")
+          f"numpy_transformer.interop.torch_reference.{builder}(config)")
     return 0

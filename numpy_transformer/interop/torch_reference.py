@@ -37,7 +37,7 @@ def check_exportable(config):
         problems.append(f"memory_slots={config.memory_slots}")
     if problems:
         raise ValueError(f"no PyTorch counterpart for {', '.join(problems)}: the reference models of "
-                         f"numpy_transformer/torch_reference.py take full attention without memory slots, ReLU or GELU, "
+                         f"numpy_transformer/interop/torch_reference.py take full attention without memory slots, ReLU or GELU, "
                          f"and sinusoidal or learned positions")
 
 

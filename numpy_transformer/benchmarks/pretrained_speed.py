@@ -50,7 +50,7 @@ def print_loading(framework, folder):
     """In a fresh process: print the seconds and the peak memory (MB) of loading the model in
     `folder` with `framework`, above the resident size after its imports."""
     if framework == "numpy":
-        from numpy_transformer.pretrained import load_hugging_face as load
+        from numpy_transformer.interop.pretrained import load_hugging_face as load
     else:
         import transformers
 
@@ -65,7 +65,7 @@ def print_loading(framework, folder):
 
 def loading(framework, folder):
     """(seconds, peak MB) of loading with `framework` in a child process."""
-    code = (f"from numpy_transformer.benchmarks.pretrained import print_loading; "
+    code = (f"from numpy_transformer.benchmarks.pretrained_speed import print_loading; "
             f"print_loading({framework!r}, {str(folder)!r})")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if result.returncode != 0:
@@ -80,7 +80,7 @@ def time_generation(folder, threads, runs=3):
     import torch
     import transformers
 
-    from numpy_transformer.pretrained import load_hugging_face
+    from numpy_transformer.interop.pretrained import load_hugging_face
     from numpy_transformer.sampling import generate
 
     torch.set_num_threads(threads)
