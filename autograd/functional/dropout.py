@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from autograd.composite_mode import is_composite
+from autograd.plain_mode import is_composite
 from autograd.engine import Function, as_tensor
 
 

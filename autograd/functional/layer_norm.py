@@ -25,7 +25,7 @@ residual stream entry of 300 overflows float16) and stores x̂ and y in float16.
 import numpy as np
 
 from autograd import ops
-from autograd.composite_mode import is_composite
+from autograd.plain_mode import is_composite
 from autograd.engine import Function
 from autograd.precision import widen
 

@@ -12,7 +12,7 @@ one product of 2-D arrays each. The two agree to rounding: BLAS sums a row's pro
 order that may depend on how many rows share the call. (docs/performance.md says why each is
 written so.)
 """
-from autograd.composite_mode import is_composite
+from autograd.plain_mode import is_composite
 from autograd.engine import Function, as_tensor
 from autograd.precision import matmul, total
 

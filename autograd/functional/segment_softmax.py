@@ -20,7 +20,7 @@ whose scores are all −∞ gets weights 0, not NaN (its maximum is taken as 0, 
 import numpy as np
 
 from autograd.checks import checked_segments
-from autograd.composite_mode import is_composite
+from autograd.plain_mode import is_composite
 from autograd.engine import Function, as_tensor
 from autograd.ops import masked_fill, segment_sum
 from autograd.ops.reductions import segment_sum_array

@@ -21,7 +21,7 @@ the sum of a row of exponentials, and ⟨g, s⟩ with a loss-scaled g, would los
 """
 import numpy as np
 
-from autograd.composite_mode import is_composite
+from autograd.plain_mode import is_composite
 from autograd.engine import Function, as_tensor
 from autograd.ops import masked_fill
 from autograd.precision import widen

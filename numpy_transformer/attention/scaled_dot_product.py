@@ -22,7 +22,7 @@ import numpy as np
 
 import autograd.functional as F
 from autograd import masked_fill
-from autograd.composite_mode import is_composite
+from autograd.plain_mode import is_composite
 from autograd.engine import Function, as_tensor
 from autograd.functional.softmax import softmax_array, softmax_vjp
 from autograd.ops import unbroadcast
