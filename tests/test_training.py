@@ -1,5 +1,6 @@
 """The training loop (numpy_transformer/training/: loop.py, configs.py, run.py): it
 learns, it is a function of its seed, it validates with dropout off, and it stops cleanly."""
+import copy
 import dataclasses
 import math
 import os
@@ -9,16 +10,18 @@ import numpy as np
 import pytest
 
 from autograd import is_grad_enabled
+from autograd.optim import SGD
 from numpy_transformer.data import WordTokenizer, encode_pairs, load_dataset_splits
 from numpy_transformer.training.loss import mean_cross_entropy
 from numpy_transformer.training.run import Run
 from numpy_transformer.model import Transformer
 from numpy_transformer.training.presets import PRESETS
 from numpy_transformer.training.settings import model_config, resolve
-from numpy_transformer.training.loop import Trainer, TrainingDiverged, make_optimizer, run_generators
+from numpy_transformer.training.loop import Trainer, TrainingDiverged, make_optimizer, run_generators, train_step
+from numpy_transformer.training.loss import TRANSLATION
 from numpy_transformer.training.settings import DataConfig, TrainingConfig
 from numpy_transformer.training.metrics_log import read_log
-from run_helpers import tiny_configs, write_opus_jsonl, written_pairs
+from run_helpers import assert_same_weights, tiny_configs, weights, write_opus_jsonl, written_pairs
 
 
 def test_64_pairs_of_an_opus_books_file_are_overfit_to_a_training_loss_below_0_1(tmp_path):
@@ -39,6 +42,41 @@ def test_64_pairs_of_an_opus_books_file_are_overfit_to_a_training_loss_below_0_1
     assert trainer.losses[0] > 5.0                   # about log(vocabulary) at the start
     assert trainer.losses[-1] < 0.1
     assert mean_cross_entropy(model, encoded) < 0.1  # and in eval mode, on all 64 pairs
+
+
+def run_and_batch(tmp_path):
+    """A tiny run and the first 16 of its training pairs as a batch."""
+    run = Run.new(tmp_path / "run", *tiny_configs(), report=None)
+    return run, TRANSLATION.batch(run.data.train, np.arange(16), ("train", 0))
+
+
+def test_train_step_moves_the_weights_by_the_clipped_gradient(tmp_path):
+    run, batch = run_and_batch(tmp_path)
+    before = weights(run.model)
+    loss, norm = train_step(run.model, batch, TRANSLATION.loss, SGD(run.model.parameters(), lr=1.0), clip_norm=0.01)
+    after = weights(run.model)
+    change = math.sqrt(sum(np.sum((before[name].astype(np.float64) - after[name]) ** 2) for name in before))
+    assert loss > 0 and norm > 0.01                 # the gradient was longer than clip_norm ...
+    assert change == pytest.approx(0.01, rel=1e-3)  # ... and θ moved by lr · clip_norm
+
+
+def test_train_step_skips_the_update_when_before_update_says_no(tmp_path):
+    run, batch = run_and_batch(tmp_path)
+    before, seen = weights(run.model), []
+    optimizer = SGD(run.model.parameters(), lr=1.0)
+    result = train_step(run.model, batch, TRANSLATION.loss, optimizer, 1.0, lambda *step: seen.append(step) or False)
+    assert seen == [result] and optimizer.step_count == 0
+    assert_same_weights(weights(run.model), before)
+
+
+def test_the_trainers_step_is_train_step_with_the_runs_objective_optimizer_and_clip(tmp_path):
+    run, batch = run_and_batch(tmp_path)
+    config = run.configs["training"]
+    twin = copy.deepcopy(run.model)                # the same weights and dropout generator
+    expected = train_step(twin, batch, lambda model, batch: TRANSLATION.loss(model, batch, config.label_smoothing),
+                          make_optimizer(twin, config), config.clip_norm)
+    assert run.trainer.train_step(batch) == expected
+    assert_same_weights(weights(run.model), weights(twin))
 
 
 def train_tiny(tmp_path, name="run", seed=0, steps=10, callback=None, **training):

@@ -1,15 +1,21 @@
 """The training loop: teacher forcing, label-smoothed cross-entropy, Adam, checkpoints.
 
-One step on a batch of sentence pairs (x, y), `tgt_in` = [SOS] y, `tgt_out` = y [EOS] (or of
-texts, for a language model: the objectives of training/loss.py):
+`train_step`, the first function below, is one step of gradient descent on a batch of sentence
+pairs (x, y), `tgt_in` = [SOS] y, `tgt_out` = y [EOS] (or of texts, for a language model: the
+objectives of training/loss.py):
 
     loss   = objective.loss(model, batch, ε)                  the label-smoothed cross-entropy
                                                               of thesis §1.1
     grads  = backward(loss), rescaled so that ‖grads‖ ≤ clip_norm
     θ      ← Adam(θ, grads, lr(t))                            warm-up schedule or constant lr
 
+Everything else here runs that step in a loop (`Trainer`): batches, validation, the log, the
+progress bar, checkpoints, Ctrl-C, and the check between the clip and the update (a loss or a
+gradient norm that is not finite stops the run with `TrainingDiverged`).
+
 With `precision="mixed"` the forward and backward run on a float16 twin of the model, with a
-dynamic loss scale, and Adam updates the float32 weights (training/mixed_precision.py).
+dynamic loss scale, and Adam updates the float32 weights (training/mixed_precision.py): the
+same `train_step`, given the twin's loss and the master weights' optimizer.
 
 Every `eval_every` steps the loss on the validation pairs (without smoothing, dropout off),
 every `log_every` steps a line of the metrics log, every `checkpoint_every` steps a checkpoint.
@@ -40,6 +46,25 @@ from autograd.optim import Adam, clip_grad_norm
 from numpy_transformer.data.batching import batch_indices
 from numpy_transformer.training.loss import TRANSLATION, mean_cross_entropy, perplexity
 from numpy_transformer.training.mixed_precision import MixedPrecision
+
+
+def train_step(model, batch, loss_fn, optimizer, clip_norm, before_update=None):
+    """One step of gradient descent: forward, loss, backward, clip, update.
+
+    loss_fn(model, batch): the scalar loss Tensor (the objective's label-smoothed cross-entropy);
+    optimizer: Adam (anything with zero_grad() and step()); clip_norm: the largest gradient norm
+    (None: no clipping). Returns (loss, gradient norm before clipping), two floats.
+    before_update(loss, norm), if given, runs between the clip and the update, which happens only
+    if it returns True (`Trainer` checks there that the step did not diverge).
+    """
+    model.train()                                          # dropout on
+    optimizer.zero_grad()
+    loss = loss_fn(model, batch)                           # forward and the loss
+    loss.backward()                                        # backward: ∂loss/∂θ into every .grad
+    norm = clip_grad_norm(model.parameters(), clip_norm)   # g ← g · min(1, clip_norm / ‖g‖)
+    if before_update is None or before_update(loss.item(), norm):
+        optimizer.step()                                   # update: θ ← Adam(θ, g, lr(t))
+    return loss.item(), norm
 
 
 class TrainingDiverged(ValueError):
@@ -191,28 +216,31 @@ class Trainer:
         self._after_step(bar, grad_norm)
 
     def train_step(self, batch):
-        """Forward, backward, clipping and the Adam update: (loss, gradient norm before clipping).
-        In mixed precision a step whose scaled gradients overflowed is skipped (no update)."""
-        self.model.train()
-        self.optimizer.zero_grad()
-        if self.mixed is None:
-            loss = self.objective.loss(self.model, batch, self.config.label_smoothing)
-            loss.backward()
-        else:
-            loss = self.mixed.loss_and_gradients(lambda half: self.objective.loss(half, batch, self.config.label_smoothing))
-        grad_norm = clip_grad_norm(self.model.parameters(), self.config.clip_norm)
-        if self.mixed is not None and self.mixed.skipped(loss.item(), grad_norm):
-            return loss.item(), grad_norm
-        if not (math.isfinite(loss.item()) and math.isfinite(grad_norm)):
+        """`train_step` on the batch with this run's objective, optimizer and clip_norm, and
+        `_before_update` between the clip and the update: (loss, gradient norm before clipping).
+        In mixed precision the loss and the optimizer are the twin's and the master weights'
+        (`MixedPrecision.wrap`), and a step whose scaled gradients overflowed is skipped."""
+        loss_fn, optimizer = self._loss, self.optimizer
+        if self.mixed is not None:
+            loss_fn, optimizer = self.mixed.wrap(loss_fn, optimizer)
+        return train_step(self.model, batch, loss_fn, optimizer, self.config.clip_norm, self._before_update)
+
+    def _loss(self, model, batch):
+        return self.objective.loss(model, batch, self.config.label_smoothing)
+
+    def _before_update(self, loss, grad_norm):
+        """Whether to update: not for a mixed-precision step to skip (`MixedPrecision.skipped`);
+        a loss or a gradient norm that is not finite raises `TrainingDiverged`. From here on an
+        interrupted step is not saved (the update may be half done)."""
+        if self.mixed is not None and self.mixed.skipped(loss, grad_norm):
+            return False
+        if not (math.isfinite(loss) and math.isfinite(grad_norm)):
             raise TrainingDiverged(
-                f"training diverged at step {self.state.step + 1}: loss {loss.item()}, gradient norm {grad_norm}. "
+                f"training diverged at step {self.state.step + 1}: loss {loss}, gradient norm {grad_norm}. "
                 f"Lower the learning rate (--lr, or --lr-factor with the warm-up schedule) or clip the gradients "
                 f"(--clip-norm)")
         self._phase = "update"
-        self.optimizer.step()
-        if self.mixed is not None:
-            self.mixed.after_step()
-        return loss.item(), grad_norm
+        return True
 
     def _next_positions(self):
         """The positions (in train_data) of the next batch: the current epoch's order, drawn from

@@ -20,6 +20,10 @@ One step:
 
 A step whose gradients are not finite even at S ≤ 1 is not an overflow of the scaling but a
 diverged model, and raises as a float32 run does.
+
+The loop runs this step with the same `train_step` as a float32 step (training/loop.py):
+`MixedPrecision.wrap` hands it the twin's loss, whose backward() is the scaled one, and the
+master weights' optimizer, whose step() also refreshes the twin.
 """
 import copy
 import math
@@ -47,16 +51,32 @@ class MixedPrecision:
 
     def loss_and_gradients(self, loss_of):
         """L = loss_of(twin), a float32 scalar Tensor; backward from S · L on the twin; every master
-        parameter's .grad set to the unscaled float32 gradient. Returns L. Overflows are expected
-        here (they are what the scaler detects), so NumPy's warnings about them are silenced."""
+        parameter's .grad set to the unscaled float32 gradient. Returns L."""
+        loss = self.twin_loss(loss_of)
+        self.backward(loss)
+        return loss
+
+    def twin_loss(self, loss_of):
+        """L = loss_of(twin), the twin in the master model's mode (training or evaluation)."""
         self.half.train(self.model.training)
         with np.errstate(over="ignore", invalid="ignore"):
-            loss = loss_of(self.half)
+            return loss_of(self.half)
+
+    def backward(self, loss):
+        """Backward from S · L on the twin; every master parameter's .grad set to the unscaled
+        float32 gradient. Overflows are expected here (they are what the scaler detects), so
+        NumPy's warnings about them are silenced."""
+        with np.errstate(over="ignore", invalid="ignore"):
             loss.backward(np.asarray(self.scaler.scale, dtype=loss.dtype))
             for master, half in self.pairs:
                 master.grad = None if half.grad is None else self.scaler.unscale(half.grad)
                 half.grad = None
-        return loss
+
+    def wrap(self, loss_fn, optimizer):
+        """(loss_fn, optimizer) as `train_step` takes them, for a step in mixed precision: the loss
+        on the twin (a `ScaledLoss`) and the master weights' optimizer (`MasterOptimizer`)."""
+        return (lambda model, batch: ScaledLoss(self, self.twin_loss(lambda half: loss_fn(half, batch))),
+                MasterOptimizer(self, optimizer))
 
     def skipped(self, loss, grad_norm):
         """Whether to skip this step: the loss is finite but the gradients are not, an overflow of
@@ -72,3 +92,32 @@ class MixedPrecision:
         for master, half in self.pairs:
             np.copyto(half.data, master.data, casting="same_kind")
         self.scaler.update(finite=True)
+
+
+class ScaledLoss:
+    """The twin's loss L as `train_step` uses it: item() is L, backward() goes from S · L on the
+    twin and leaves the unscaled gradients in the master weights (`MixedPrecision.backward`)."""
+
+    def __init__(self, mixed, loss):
+        self.mixed, self.loss = mixed, loss
+
+    def item(self):
+        return self.loss.item()
+
+    def backward(self):
+        self.mixed.backward(self.loss)
+
+
+class MasterOptimizer:
+    """The optimizer of the master weights as `train_step` uses it: step() updates them, then
+    copies them into the twin (`MixedPrecision.after_step`)."""
+
+    def __init__(self, mixed, optimizer):
+        self.mixed, self.optimizer = mixed, optimizer
+
+    def zero_grad(self):
+        self.optimizer.zero_grad()
+
+    def step(self):
+        self.optimizer.step()
+        self.mixed.after_step()
