@@ -1,4 +1,4 @@
-"""Evaluation (numpy_transformer/training/evaluation.py, training/loss.py, translation.py): BLEU and chrF are sacrebleu's on written text,
+"""Evaluation (numpy_transformer/training/evaluation.py, translation.py): BLEU and chrF are sacrebleu's on written text,
 perplexity is exp of the mean per-token cross-entropy, translations come back detokenized."""
 import math
 
@@ -10,8 +10,7 @@ import autograd.functional as F
 import numpy_transformer.training.evaluation as evaluation
 from numpy_transformer.data import Pair, WordTokenizer, encode_pairs
 from numpy_transformer.data.batching import make_batch
-from numpy_transformer.training.evaluation import corpus_scores, evaluate_pairs
-from numpy_transformer.training.loss import mean_cross_entropy, perplexity
+from numpy_transformer.training.evaluation import corpus_scores, evaluate_pairs, mean_cross_entropy, perplexity
 from numpy_transformer.translation import too_long, translate, with_specials
 from numpy_transformer.model import Transformer
 from numpy_transformer.training.settings import model_config

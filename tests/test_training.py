@@ -12,7 +12,7 @@ import pytest
 from autograd import is_grad_enabled
 from autograd.optim import SGD
 from numpy_transformer.data import WordTokenizer, encode_pairs, load_dataset_splits
-from numpy_transformer.training.loss import mean_cross_entropy
+from numpy_transformer.training.evaluation import mean_cross_entropy
 from numpy_transformer.training.run import Run
 from numpy_transformer.model import Transformer
 from numpy_transformer.training.presets import PRESETS

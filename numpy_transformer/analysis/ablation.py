@@ -12,7 +12,7 @@ import numpy as np
 
 from numpy_transformer.analysis.capture import check_full_attention
 from numpy_transformer.analysis.hooks import attention_modules, weights_hooks
-from numpy_transformer.training.loss import mean_cross_entropy
+from numpy_transformer.training.evaluation import mean_cross_entropy
 
 
 def silence(heads):

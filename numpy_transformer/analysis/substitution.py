@@ -22,8 +22,7 @@ from numpy_transformer.analysis.projection import DEFAULT_EPSILON, DEFAULT_SPARS
 from numpy_transformer.data.batching import encode_pairs
 from numpy_transformer.data.detokenize import detokenize
 from numpy_transformer.decoding import greedy_decode, inference_mode
-from numpy_transformer.training.evaluation import corpus_scores
-from numpy_transformer.training.loss import mean_cross_entropy
+from numpy_transformer.training.evaluation import corpus_scores, mean_cross_entropy
 from numpy_transformer.translation import with_specials
 
 

@@ -19,7 +19,6 @@ import time
 
 from numpy_transformer.cli.common import EXIT_INTERRUPTED, add_common_arguments, add_decoding_arguments, \
     json_object, non_negative_integer
-from numpy_transformer.cli.evaluate import evaluate_split, print_evaluation
 from numpy_transformer.training.presets import PRESETS, TASK_PRESETS
 
 TASKS = tuple(TASK_PRESETS)
@@ -152,6 +151,7 @@ def command(args):
 def train_and_evaluate(run, args, started):
     """Train the run, print and save its scores on the test split; the exit status."""
     from numpy_transformer.training.atomic_files import atomic_write_text
+    from numpy_transformer.training.evaluation import evaluate_split
     from numpy_transformer.training.loop import format_seconds
     from numpy_transformer.training.run import METRICS_FILE
 
@@ -163,8 +163,8 @@ def train_and_evaluate(run, args, started):
         print(f"Interrupted at step {result.step} of {result.total_steps}: {where}. Continue with:\n"
               f"  numpy-transformer train --out {run.directory} --resume", file=sys.stderr)
         return EXIT_INTERRUPTED
-    evaluation = evaluate_split(run.model, run.data, run.configs["data"], run.data.splits.test, args, run.objective)
-    print_evaluation(evaluation, "test", args.samples)
+    evaluation = evaluate_split(run.model, run.data, run.configs["data"], run.objective, "test", args.beam,
+                                args.length_penalty, args.samples)
     metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started)
     atomic_write_text(run.directory / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     print(f"Wrote {run.directory}/: checkpoint.npz (+ model.json, training.json, data.json, tokenizers), "

@@ -1,17 +1,22 @@
 """The run machinery: everything between a model and a trained model in a folder.
 
-| module          | holds                                                                       |
-|-----------------|-----------------------------------------------------------------------------|
-| loss.py         | the objective: label-smoothed cross-entropy by teacher forcing, perplexity  |
-| loop.py         | `Trainer`: steps, clipping, Adam, validation, Ctrl-C, exact resume          |
-| settings.py     | `DataConfig`, `TrainingConfig`, and `resolve` (a preset plus the flags)     |
-| presets.py      | the named settings of `numpy-transformer train --preset`                    |
-| run.py          | `Run`: a training run in a folder, new or resumed                           |
-| checkpoint.py   | saving and loading a run's folder                                           |
-| atomic_files.py | atomic writes                                                               |
-| allocator.py    | keep the memory NumPy frees for the next step (glibc's malloc settings)     |
-| metrics_log.py  | the JSON-lines log and the loss figure                                      |
-| evaluation.py   | translations of a test set, BLEU, chrF and perplexity                       |
+| module             | holds                                                                      |
+|--------------------|----------------------------------------------------------------------------|
+| loss.py            | the objectives: label-smoothed cross-entropy by teacher forcing (and LMs') |
+| loop.py            | `train_step` (forward, loss, backward, clip, update), and `Trainer`, which |
+|                    | runs it: batches, validation, Ctrl-C, exact resume                         |
+| mixed_precision.py | the float16 twin and the loss scale of `--precision mixed`                 |
+| settings.py        | `DataConfig`, `TrainingConfig`, and `resolve` (a preset plus the flags)    |
+| presets.py         | the named settings of `numpy-transformer train --preset`                   |
+| prepare.py         | a run's data: the corpus split, tokenized and encoded                      |
+| run.py             | `Run`: a training run in a folder, new or resumed                          |
+| run_folder.py      | which files of a run's folder the project wrote, and its lock              |
+| checkpoint.py      | saving and loading a run's folder                                          |
+| atomic_files.py    | atomic writes                                                              |
+| allocator.py       | keep the memory NumPy frees for the next step (glibc's malloc settings)    |
+| metrics_log.py     | the JSON-lines log and the loss figure                                     |
+| evaluation.py      | all evaluation: perplexity, BLEU and chrF of translations, a language      |
+|                    | model's accuracy and samples; what `train` and `evaluate` print            |
 
 Nothing is imported here, so that `numpy_transformer.training.presets` can be read (by the
 command line's parser) without loading NumPy.

@@ -1,25 +1,82 @@
-"""Evaluation of a trained model on a test set: its translations, corpus BLEU and chrF, perplexity.
+"""Evaluation of a trained model, in one place: what `numpy-transformer evaluate` and the end of
+`train` compute and print, and the validation loss of the training loop.
 
-- BLEU (Papineni et al. 2002) and chrF (Popović 2015) come from `sacrebleu`, on written text:
-  the model's tokens and the references both go through `detokenize` first (`l ' uomo .` →
-  `l'uomo.`), and sacrebleu applies its own standard tokenisation, so the scores compare with
-  published ones. Each score comes with sacrebleu's signature (the settings that produced it).
-- Perplexity is exp of the mean per-token cross-entropy, −(1/T) Σ_t log p(y_t | y_<t, x), over
-  the T non-padding labels of the pairs (EOS included), without label smoothing and with
-  dropout off (`numpy_transformer.training.loss`).
-- Greedy decoding and beam search (`numpy_transformer.translation`) side by side.
+The measures:
+
+- Cross-entropy and perplexity. The mean per-token cross-entropy −(1/T) Σ_t log p(y_t | context)
+  over the T targets that count (a translation's non-padding labels, EOS included; every next
+  token of a causal language model; the masked tokens of a masked one, with the fixed evaluation
+  masks of `training/loss.py`), without label smoothing and with dropout off; its exponential is
+  the perplexity.
+- BLEU (Papineni et al. 2002) and chrF (Popović 2015) of translations, from `sacrebleu`, on
+  written text: the model's tokens and the references both go through `detokenize` first
+  (`l ' uomo .` → `l'uomo.`), and sacrebleu applies its own standard tokenisation, so the scores
+  compare with published ones. Each score comes with sacrebleu's signature (the settings that
+  produced it).
+- The top-1 accuracy of a language model's predicted tokens.
+
+What is evaluated:
+
+- a translation model (`evaluate_pairs`): its translations of a split, greedy and with beam
+  search (`numpy_transformer.translation`) side by side, BLEU and chrF of both, perplexity;
+- a language model (`evaluate_texts`): perplexity, accuracy, and a few samples (causal: the
+  first third of a text's words continued greedily; masked: the middle word of a text replaced by
+  [MASK], and the three best candidates);
+- a split of a run's data (`evaluate_split`, what `train` runs at its end) or of a saved run
+  (`evaluate_checkpoint`, the `evaluate` command), printed by `print_evaluation`.
 
     >>> scores = corpus_scores(["il gatto dorme."], ["il gatto dorme."])
     >>> round(scores.bleu), round(scores.chrf)
     (100, 100)
 """
 import dataclasses
+import math
 
+import numpy as np
+
+from numpy_transformer.completion import complete, fill_mask
 from numpy_transformer.data.batching import encode_pairs
 from numpy_transformer.data.detokenize import detokenize
-from numpy_transformer.training.loss import mean_cross_entropy, perplexity
+from numpy_transformer.data.texts import encode_texts
+from numpy_transformer.decoding import inference_mode
+from numpy_transformer.training.checkpoint import load_checkpoint
+from numpy_transformer.training.loss import TRANSLATION, make_objective
+from numpy_transformer.training.prepare import prepare_data
 from numpy_transformer.translation import decode_ids, with_specials
 
+
+# Cross-entropy and perplexity.
+
+def ordered_batches(encoded, batch_size, objective=TRANSLATION):
+    """The sequences of `encoded` in batches of similar lengths, in a fixed order (no
+    randomness: evaluation must not move any training generator)."""
+    order = np.lexsort(encoded.length_keys())
+    for number, start in enumerate(range(0, len(order), batch_size)):
+        yield objective.batch(encoded, order[start:start + batch_size], ("evaluate", number))
+
+
+def mean_cross_entropy(model, encoded, batch_size=64, label_smoothing=0.0, objective=TRANSLATION):
+    """−(1/T) Σ_t log p(y_t | context) over every target that counts in `encoded` (an
+    `EncodedPairs`, or an `EncodedTexts` with a language model's objective), in eval mode: the
+    validation loss. Returns a float."""
+    if len(encoded) == 0:
+        raise ValueError("mean_cross_entropy: nothing to evaluate (all longer than the maximum length?)")
+    total, tokens = 0.0, 0
+    with inference_mode(model):
+        for batch in ordered_batches(encoded, batch_size, objective):
+            total += objective.loss(model, batch, label_smoothing).item() * batch.n_tokens
+            tokens += batch.n_tokens
+    return total / tokens
+
+
+def perplexity(cross_entropy):
+    """exp(mean per-token cross-entropy in nats): the number of equally likely words the model
+    hesitates between, on average. 1 is certainty; a uniform guess over l words gives l.
+    (Beyond e^700 the float overflows: inf.)"""
+    return math.exp(cross_entropy) if cross_entropy < 700 else math.inf
+
+
+# Translation: BLEU, chrF and perplexity.
 
 @dataclasses.dataclass(frozen=True)
 class Scores:
@@ -90,3 +147,147 @@ def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, max_len, length_p
     return Evaluation([detokenize(pair.src, src_tokenizer.language) for pair in kept], references, greedy, beam,
                       corpus_scores(greedy, references), beam and corpus_scores(beam, references),
                       mean_cross_entropy(model, encoded, batch_size), beam_size, len(pairs) - len(encoded))
+
+
+# Language models: perplexity, accuracy, samples.
+
+@dataclasses.dataclass
+class LanguageModelEvaluation:
+    """cross_entropy (nats per token) and accuracy over n_tokens predicted tokens of n_texts
+    texts (n_skipped left out by the maximum length); samples: (what, text) rows to print."""
+    cross_entropy: float
+    accuracy: float
+    n_texts: int
+    n_tokens: int
+    n_skipped: int
+    samples: list
+
+    @property
+    def perplexity(self):
+        return perplexity(self.cross_entropy)
+
+
+def evaluate_texts(model, tokenizer, texts, objective, max_len, length_policy="drop", batch_size=64, samples=4):
+    """The `LanguageModelEvaluation` of `texts`, encoded as in training."""
+    encoded = encode_texts(texts, tokenizer, max_len, length_policy, objective.framing)
+    if len(encoded) == 0:
+        raise ValueError(f"no text to evaluate: all {len(texts)} are longer than the maximum length {max_len}")
+    cross_entropy, accuracy, n_tokens = token_scores(model, encoded, objective, batch_size)
+    kept = [texts[i] for i in dict.fromkeys(encoded.text_index.tolist())]
+    rows = (causal_samples if objective.framing == "causal" else masked_samples)(model, tokenizer, kept[:samples])
+    return LanguageModelEvaluation(cross_entropy, accuracy, len(kept), n_tokens, len(texts) - len(kept), rows)
+
+
+def token_scores(model, encoded, objective, batch_size=64):
+    """(mean cross-entropy, top-1 accuracy, number) of the predicted tokens of `encoded`, in
+    eval mode, without label smoothing."""
+    total, correct, tokens = 0.0, 0, 0
+    with inference_mode(model):
+        for batch in ordered_batches(encoded, batch_size, objective):
+            logits = model(batch.inputs)
+            counted = batch.targets != batch.ignore_index
+            total += objective.cross_entropy(logits, batch).item() * batch.n_tokens
+            correct += int((logits.data.argmax(axis=-1) == batch.targets)[counted].sum())
+            tokens += batch.n_tokens
+    return total / tokens, correct / tokens, tokens
+
+
+def causal_samples(model, tokenizer, texts):
+    """(what, text) rows: each text, and its first third continued greedily."""
+    rows = []
+    for text in texts:
+        words = text.split()
+        prompt = " ".join(words[:max(1, len(words) // 3)])
+        (completion,) = complete(model, tokenizer, [prompt], np.random.default_rng(0), model.config.max_len,
+                                 temperature=0)
+        rows += [("text", text), ("prompt", prompt), ("greedy", completion), ("", "")]
+    return rows
+
+
+def masked_samples(model, tokenizer, texts):
+    """(what, text) rows: each text with its middle word masked, and the three best candidates."""
+    rows = []
+    for text in texts:
+        words = text.split()
+        middle = len(words) // 2
+        masked = " ".join(words[:middle] + ["[MASK]"] + words[middle + 1:])
+        candidates = fill_mask(model, tokenizer, masked, top_k=3)[0]
+        best = ", ".join(f"{token} {probability:.2f}" for token, probability in candidates)
+        rows += [("masked", masked), ("answer", words[middle]), ("best", best), ("", "")]
+    return rows
+
+
+# A split of a run's data, as `train` and `evaluate` print it.
+
+def evaluate_checkpoint(directory, split="test", beam_size=4, length_penalty=1.0, samples=4, cache_dir=None,
+                        progress=True):
+    """The `evaluate` command: load the run saved in `directory`, rebuild its data from the data
+    description saved with it, and print (and return) the evaluation of the split."""
+    checkpoint = load_checkpoint(directory)
+    data = prepare_data(checkpoint.data_config, cache_dir, checkpoint.tokenizers, progress=progress)
+    print(f"model: {checkpoint.directory}, step {checkpoint.step}")
+    print(f"data: {data.splits.source}")
+    objective = make_objective(checkpoint.task, checkpoint.tokenizers, checkpoint.training_config.seed)
+    return evaluate_split(checkpoint.model, data, checkpoint.data_config, objective, split, beam_size, length_penalty,
+                          samples)
+
+
+def evaluate_split(model, data, data_config, objective, split="test", beam_size=4, length_penalty=1.0, samples=4):
+    """Evaluate `model` on a split ("test" or "validation") of its prepared data (`PreparedData`
+    of `data_config`): its pairs (`evaluate_pairs`, greedy and with a beam of `beam_size`) or
+    texts (`evaluate_texts`). Prints `samples` samples and the scores; returns the evaluation."""
+    items = data.splits.test if split == "test" else data.splits.validation
+    if not items:
+        raise ValueError(f"{data.splits.source}: the split to evaluate is empty (the corpus is too small)")
+    if data_config.task == "translation":
+        evaluation = evaluate_pairs(model, data.src_tokenizer, data.tgt_tokenizer, items, data_config.max_len,
+                                    data_config.length_policy, beam_size, length_penalty)
+    else:
+        evaluation = evaluate_texts(model, data.tokenizers[0], items, objective, data_config.max_len,
+                                    data_config.length_policy, samples=samples)
+    print_evaluation(evaluation, split, samples)
+    return evaluation
+
+
+def print_evaluation(evaluation, split, samples):
+    """What `train` and `evaluate` print about a split: `print_translation_scores`, or
+    `print_language_model_scores` for a language model."""
+    if isinstance(evaluation, LanguageModelEvaluation):
+        print_language_model_scores(evaluation, split)
+    else:
+        print_translation_scores(evaluation, split, samples)
+
+
+def print_language_model_scores(evaluation, split):
+    """The samples, then the perplexity and accuracy of the predicted tokens."""
+    if evaluation.samples:
+        print(f"\nSamples of the {split} split:")
+        print("\n".join(f"  {what:<8} {text}".rstrip() for what, text in evaluation.samples))
+    skipped = f" ({evaluation.n_skipped} longer than the maximum length left out)" if evaluation.n_skipped else ""
+    print(f"{split.capitalize()} split: {evaluation.n_texts:,} texts{skipped}, {evaluation.n_tokens:,} predicted tokens.")
+    print(f"  perplexity {evaluation.perplexity:.3f} (cross-entropy {evaluation.cross_entropy:.4f} nats per token), "
+          f"top-1 accuracy {evaluation.accuracy:.1%}")
+
+
+def print_translation_scores(evaluation, split, samples):
+    """Sample translations, BLEU and chrF (greedy and beam) with sacrebleu's signatures, perplexity."""
+    rows = [("greedy", evaluation.greedy_scores)]
+    if evaluation.beam_scores:
+        rows.append((f"beam {evaluation.beam_size}", evaluation.beam_scores))
+    shown = min(samples, len(evaluation.sources))
+    if shown:
+        print(f"\nSample {split} translations:")
+    for i in range(shown):
+        lines = [("source", evaluation.sources[i]), ("reference", evaluation.references[i]),
+                 ("greedy", evaluation.greedy[i])]
+        if evaluation.beam:
+            lines.append((f"beam {evaluation.beam_size}", evaluation.beam[i]))
+        print("\n".join(f"  {name:<10} {text}" for name, text in lines) + "\n")
+    skipped = f" ({evaluation.n_skipped} longer than the maximum length left out)" if evaluation.n_skipped else ""
+    print(f"{split.capitalize()} split: {len(evaluation.sources):,} pairs{skipped}.")
+    print(f"  {'':<8} {'BLEU':>6} {'chrF':>6}")
+    for name, scores in rows:
+        print(f"  {name:<8} {scores.bleu:>6.2f} {scores.chrf:>6.2f}")
+    print(f"  BLEU signature: {evaluation.greedy_scores.bleu_signature}")
+    print(f"  chrF signature: {evaluation.greedy_scores.chrf_signature}")
+    print(f"  perplexity {evaluation.perplexity:.3f} (cross-entropy {evaluation.cross_entropy:.4f} nats per token)")

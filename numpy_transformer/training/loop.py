@@ -44,7 +44,8 @@ import numpy as np
 
 from autograd.optim import Adam, clip_grad_norm
 from numpy_transformer.data.batching import batch_indices
-from numpy_transformer.training.loss import TRANSLATION, mean_cross_entropy, perplexity
+from numpy_transformer.training.evaluation import mean_cross_entropy, perplexity
+from numpy_transformer.training.loss import TRANSLATION
 from numpy_transformer.training.mixed_precision import MixedPrecision
 
 

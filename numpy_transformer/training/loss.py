@@ -1,5 +1,5 @@
-"""The training objectives of the three tasks (`train --task`), their batches, and their
-evaluation: cross-entropy and perplexity.
+"""The training objectives of the three tasks (`train --task`) and their batches: the loss
+that `train_step` (training/loop.py) minimises.
 
 Translation (thesis §1.1). For a batch of sentence pairs (x, y), `tgt_in` = [SOS] y and
 `tgt_out` = y [EOS]:
@@ -18,17 +18,15 @@ from its number: a resumed run draws the masks it would have drawn, and every ev
 split sees the same masks.
 
 Without smoothing (ε = 0) and with dropout off, the mean over a whole split is the validation
-loss, and its exponential the perplexity.
+loss, and its exponential the perplexity (training/evaluation.py).
 """
 import dataclasses
-import math
 
 import numpy as np
 
 import autograd.functional as F
 from numpy_transformer.data.batching import make_batch
 from numpy_transformer.data.texts import framed
-from numpy_transformer.decoding import inference_mode
 from numpy_transformer.language_model import IGNORED, mask_tokens
 
 
@@ -116,32 +114,3 @@ def make_objective(task, tokenizers=(), seed=0):
         (tokenizer,) = tokenizers
         return MaskedLM(tokenizer.mask_id, tuple(tokenizer.special_ids), tokenizer.vocab_size, seed)
     raise ValueError(f"unknown task {task!r}: use one of {TASKS}")
-
-
-def ordered_batches(encoded, batch_size, objective=TRANSLATION):
-    """The sequences of `encoded` in batches of similar lengths, in a fixed order (no
-    randomness: evaluation must not move any training generator)."""
-    order = np.lexsort(encoded.length_keys())
-    for number, start in enumerate(range(0, len(order), batch_size)):
-        yield objective.batch(encoded, order[start:start + batch_size], ("evaluate", number))
-
-
-def mean_cross_entropy(model, encoded, batch_size=64, label_smoothing=0.0, objective=TRANSLATION):
-    """−(1/T) Σ_t log p(y_t | context) over every target that counts in `encoded` (an
-    `EncodedPairs`, or an `EncodedTexts` with a language model's objective), in eval mode: the
-    validation loss. Returns a float."""
-    if len(encoded) == 0:
-        raise ValueError("mean_cross_entropy: nothing to evaluate (all longer than the maximum length?)")
-    total, tokens = 0.0, 0
-    with inference_mode(model):
-        for batch in ordered_batches(encoded, batch_size, objective):
-            total += objective.loss(model, batch, label_smoothing).item() * batch.n_tokens
-            tokens += batch.n_tokens
-    return total / tokens
-
-
-def perplexity(cross_entropy):
-    """exp(mean per-token cross-entropy in nats): the number of equally likely words the model
-    hesitates between, on average. 1 is certainty; a uniform guess over l words gives l.
-    (Beyond e^700 the float overflows: inf.)"""
-    return math.exp(cross_entropy) if cross_entropy < 700 else math.inf
