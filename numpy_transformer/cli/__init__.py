@@ -64,12 +64,11 @@ def limit_blas_threads(threads):
     user's environment sets a count. Returns False when NumPy is already loaded (too late).
 
     With more than one thread OpenBLAS's workers, once a product is done, spin for 2^28 cycles
-    (about 0.1 s) before they sleep: the second core stays busy waiting, and the optimizer's
-    threads (autograd.optim) cannot use it. OPENBLAS_THREAD_TIMEOUT=16 puts them to sleep after
-    2^16 cycles (about 25 µs): still awake for the next product of a forward or backward pass,
-    asleep before the update starts. The products take as long as before, and Adam's update of
-    the thesis model on two threads 19 ms instead of 29 (docs/performance.md). A value in the
-    user's environment is kept."""
+    before they sleep: the second core stays busy waiting, and the optimizer's threads
+    (autograd.optim) cannot use it. OPENBLAS_THREAD_TIMEOUT=16 puts them to sleep after 2^16
+    cycles: still awake for the next product of a forward or backward pass, asleep before the
+    update starts, so the update's threads get the cores (docs/performance.md, 8, measures it).
+    A value in the user's environment is kept."""
     if "numpy" in sys.modules:
         return False
     if threads is None and any(name in os.environ for name in BLAS_THREAD_VARIABLES):

@@ -4,9 +4,8 @@ A training step allocates its activations and gradients, frees them, and allocat
 sizes again in the next step. glibc's malloc serves each request above its mmap threshold
 (128 KiB at first, raised as mapped blocks are freed) with fresh pages from the kernel, and
 gives the top of its heap back (trims it) once more than twice that threshold is free. So
-every step page-faults its arrays in again, one 4 KiB page at a time: 25 steps of the default
-configuration took 247,000 minor page faults, a quarter of the step's time (78.5 against
-60.1 ms with this setting, 28,000 faults; docs/performance.md, "What changed to get there", 6).
+every step would page-fault its arrays in again, one 4 KiB page at a time (what that cost is
+measured in docs/performance.md, "What changed to get there", 6).
 
 `reuse_freed_memory()` fixes the mmap threshold at glibc's ceiling (32 MiB) and stops the
 trimming: freed blocks stay in the heap and the next step's arrays reuse them, already mapped.
