@@ -33,3 +33,15 @@ def test_the_equation_index_cites_the_chapter_1_functions():
     assert {"autograd.functional.softmax", "autograd.functional.layer_norm",
             "autograd.functional.cross_entropy", "autograd.functional.softmax_jacobian"} <= set(
         cited_names(DOCS / "equations.md"))
+
+
+def test_the_training_page_shows_train_step_as_the_code_has_it():
+    import inspect
+
+    from numpy_transformer.training.loop import train_step
+
+    source = inspect.getsource(train_step)
+    without_docstring = re.sub(r'\n    """.*?"""\n', "\n", source, count=1, flags=re.DOTALL)
+    shown = re.search(r"```python\n(def train_step.*?)```", (DOCS / "training.md").read_text(encoding="utf-8"),
+                      re.DOTALL)
+    assert shown is not None and shown.group(1) == without_docstring
