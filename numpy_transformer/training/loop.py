@@ -56,7 +56,8 @@ def train_step(model, batch, loss_fn, optimizer, clip_norm, before_update=None):
     optimizer: Adam (anything with zero_grad() and step()); clip_norm: the largest gradient norm
     (None: no clipping). Returns (loss, gradient norm before clipping), two floats.
     before_update(loss, norm), if given, runs between the clip and the update, which happens only
-    if it returns True (`Trainer` checks there that the step did not diverge).
+    if it returns True (`Trainer` stops a diverged run there, and skips a mixed-precision step
+    whose gradients overflowed).
     """
     model.train()                                          # dropout on
     optimizer.zero_grad()
