@@ -8,13 +8,18 @@ float32 and rounds the result back:
 
 | computation                          | what float16 does                     | the ops               |
 |--------------------------------------|---------------------------------------|-----------------------|
-| long sums (matrix products, the      | a running sum stops growing: 2048 + 1 | MatMul, Linear,       |
+| long sums (matrix products, the      | a running sum stops growing: 2048 + 1 | MatMul, FusedLinear,  |
 | gradient of a broadcast, a bias, an  | rounds to 2048                        | Sum, unbroadcast,     |
 | embedding row)                       |                                       | Embedding, GetItem    |
-| exponentials and squares (softmax,   | exp(12) and 300² overflow to inf      | Softmax, LogSoftmax,  |
-| the layer-norm variance)             |                                       | LayerNorm, attention  |
+| exponentials and squares (softmax,   | exp(12) and 300² overflow to inf      | FusedSoftmax,         |
+| the layer-norm variance)             |                                       | FusedLogSoftmax,      |
+|                                      |                                       | FusedLayerNorm,       |
+|                                      |                                       | attention             |
 | the loss                             | its gradient, times the loss scale,   | CrossEntropy          |
 |                                      | is a sum over the vocabulary          |                       |
+
+(Embedding and CrossEntropy: the plain forms and their engine-room twins, SparseGradEmbedding and
+FusedCrossEntropy, alike.)
 
 Elementwise ops (add, multiply, ReLU, dropout) stay in float16: each result is one rounding
 of an exact value. The efficient attentions (block-wise, sparse, window, linear), loops of sums
