@@ -83,6 +83,8 @@ def test_dropout_acts_on_the_weights_and_the_returned_weights_are_before_dropout
     ((4, 5), (2, 3, 6, 5), None),
 ])
 def test_fused_attention_weights_agree_with_the_composite_in_values_and_gradients(q_shape, k_shape, mask):
+    """The engine room's `FusedAttentionWeights` against the plain `attention_weights_composite`:
+    the same operations in float64 but for the order of the VJP's sums, so equal to rounding."""
     q, k = tensor(*q_shape, seed=1), tensor(*k_shape, seed=2)
     upstream = rng(3).standard_normal(np.broadcast_shapes(q_shape[:-2], k_shape[:-2]) + (q_shape[-2], k_shape[-2]))
     results = []
