@@ -13,6 +13,7 @@ from autograd import ops
 from autograd.checkpointing import checkpoint
 from autograd.engine import Tensor
 from autograd.gradcheck import analytic_jacobian, numerical_jacobian
+from autograd.plain_mode import plain
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ CASES = [
     Case("segment_softmax", lambda a: F.segment_softmax(a, _SEGMENTS, 4), ((6, 2),)),
     Case("segment_softmax_composite", lambda a: F.segment_softmax_composite(a, _SEGMENTS, 4), ((6, 2),)),
     Case("log_softmax", lambda a: F.log_softmax(a, axis=-1), ((3, 5),)),
+    Case("log_softmax_composite", lambda a: F.log_softmax_composite(a, axis=0), ((3, 5),)),
     Case("relu", lambda a: F.relu(a), ((3, 4),)),
     Case("gelu", lambda a: F.gelu(a), ((3, 4),)),
     Case("gelu (tanh)", lambda a: F.gelu(a, approximate="tanh"), ((3, 4),)),
@@ -73,10 +75,20 @@ CASES = [
     Case("layer_norm_composite", lambda x, g, b: F.layer_norm_composite(x, g, b), ((3, 5), (5,), (5,))),
     Case("cross_entropy (smoothed)", lambda z: F.cross_entropy(z, _TARGETS, ignore_index=1, label_smoothing=0.1),
          ((4, 5),)),
+    Case("cross_entropy (plain)",
+         lambda z: _plain(F.cross_entropy, z, _TARGETS, ignore_index=1, label_smoothing=0.1), ((4, 5),)),
     Case("dropout (training)", lambda a: F.dropout(a, 0.3, True, np.random.default_rng(0)), ((3, 4),)),
     Case("embedding (repeated ids)", lambda w: F.embedding(w, _IDS), ((5, 3),)),
+    Case("embedding (plain)", lambda w: _plain(F.embedding, w, _IDS), ((5, 3),)),
     Case("checkpoint (with dropout)", lambda a, b: _checkpointed_dropout(a, b), ((3, 4), (4,))),
 ]
+
+
+def _plain(fn, *args, **kwargs):
+    """fn(*args, **kwargs) inside `autograd.plain()`: the plain form of an op whose default is
+    an engine-room form."""
+    with plain():
+        return fn(*args, **kwargs)
 
 
 def _checkpointed_dropout(a, b):

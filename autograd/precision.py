@@ -8,13 +8,21 @@ float32 and rounds the result back:
 
 | computation                          | what float16 does                     | the ops               |
 |--------------------------------------|---------------------------------------|-----------------------|
-| long sums (matrix products, the      | a running sum stops growing: 2048 + 1 | MatMul, Linear,       |
+| long sums (matrix products, the      | a running sum stops growing: 2048 + 1 | MatMul, FusedLinear,  |
 | gradient of a broadcast, a bias, an  | rounds to 2048                        | Sum, unbroadcast,     |
-| embedding row)                       |                                       | Embedding, GetItem    |
-| exponentials and squares (softmax,   | exp(12) and 300² overflow to inf      | Softmax, LogSoftmax,  |
-| the layer-norm variance)             |                                       | LayerNorm, attention  |
-| the loss                             | its gradient, times the loss scale,   | CrossEntropy          |
+| embedding row)                       |                                       | the embeddings' VJPs, |
+|                                      |                                       | GetItem               |
+| exponentials and squares (softmax,   | exp(12) and 300² overflow to inf      | FusedSoftmax,         |
+| the layer-norm variance)             |                                       | FusedLogSoftmax,      |
+|                                      |                                       | FusedLayerNorm,       |
+|                                      |                                       | the attention weights |
+| the loss                             | its gradient, times the loss scale,   | the cross-entropies   |
 |                                      | is a sum over the vocabulary          |                       |
+
+The fused ops are the engine room's, which the model runs by default. Inside `autograd.plain()`
+the composite softmax and layer norm follow the rules of the primitives they are built from
+(their sums in float32, their exponentials and squares in float16): the plain forms are for
+reading and checking in float32 and float64, not for training in float16.
 
 Elementwise ops (add, multiply, ReLU, dropout) stay in float16: each result is one rounding
 of an exact value. The efficient attentions (block-wise, sparse, window, linear), loops of sums
@@ -23,7 +31,7 @@ take half the memory of float32; only per-row statistics (a layer norm's σ) and
 probabilities are float32.
 
 A product in float32 is also the fast way: NumPy has no float16 BLAS, and its own float16
-matmul runs a plain loop, 150× slower than float32 on this machine's CPU. Multiplying the
+matmul runs a plain loop instead of the blocked, vectorised BLAS kernels. Multiplying the
 float16 operands in float32 (exactly: the product of two float16 numbers fits in float32) and
 summing in float32 is what half-precision matrix units (tensor cores) do.
 """

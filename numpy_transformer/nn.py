@@ -156,8 +156,8 @@ class Linear(Module):
     x: (..., d_in) → y: (..., d_out). Xavier/Glorot normal initialisation,
     W ~ N(0, 2/(d_in + d_out)), which for a d × d projection is the N(0, 1/d) the architecture
     notes give for W_Q, W_K, W_V and W_O: the output entries keep the scale of the input's.
-    b starts at zero. It is one fused op (autograd.functional.linear), whose VJP multiplies the
-    rows of x, whatever its leading axes, as one matrix.
+    b starts at zero. It calls autograd.functional.linear: one fused op by default, whose VJP
+    multiplies the rows of x, whatever its leading axes, as one matrix.
     """
 
     def __init__(self, d_in, d_out, rng, bias=True, dtype=np.float32):

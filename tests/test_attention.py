@@ -7,7 +7,8 @@ import pytest
 from autograd import Tensor, gradcheck, no_grad
 from numpy_transformer.attention import (MultiHeadAttention, merge_heads, scaled_dot_product_attention,
                                          split_heads)
-from numpy_transformer.attention.scaled_dot_product import AttentionWeights, attention_weights_composite
+from numpy_transformer.attention.fused_weights import FusedAttentionWeights
+from numpy_transformer.attention.scaled_dot_product import attention_weights_composite
 from numpy_transformer.masks import causal_mask, padding_mask
 from numpy_transformer.nn import Dropout
 
@@ -82,10 +83,12 @@ def test_dropout_acts_on_the_weights_and_the_returned_weights_are_before_dropout
     ((4, 5), (2, 3, 6, 5), None),
 ])
 def test_fused_attention_weights_agree_with_the_composite_in_values_and_gradients(q_shape, k_shape, mask):
+    """The engine room's `FusedAttentionWeights` against the plain `attention_weights_composite`:
+    the same operations in float64 but for the order of the VJP's sums, so equal to rounding."""
     q, k = tensor(*q_shape, seed=1), tensor(*k_shape, seed=2)
     upstream = rng(3).standard_normal(np.broadcast_shapes(q_shape[:-2], k_shape[:-2]) + (q_shape[-2], k_shape[-2]))
     results = []
-    for weights in (AttentionWeights.apply(q, k, allowed=mask), attention_weights_composite(q, k, mask)):
+    for weights in (FusedAttentionWeights.apply(q, k, allowed=mask), attention_weights_composite(q, k, mask)):
         weights.backward(upstream)
         results.append((weights.data, q.grad, k.grad))
         q.grad = k.grad = None
@@ -96,7 +99,7 @@ def test_fused_attention_weights_agree_with_the_composite_in_values_and_gradient
 def test_fused_attention_weights_gradcheck_with_a_mask_and_broadcast_heads():
     mask = causal_mask(4) & np.array([[[[False, True, True, True]]], [[[True, True, True, True]]]])
     q, k = tensor(2, 3, 4, 3, seed=1), tensor(2, 1, 4, 3, seed=2)
-    assert gradcheck(lambda q, k: AttentionWeights.apply(q, k, allowed=mask), q, k)
+    assert gradcheck(lambda q, k: FusedAttentionWeights.apply(q, k, allowed=mask), q, k)
 
 
 @pytest.mark.parametrize("shapes, message", [

@@ -1,10 +1,18 @@
-"""The fused cross-entropy (thesis §1.1, with label smoothing and ignore_index) against a
-composite built from log_softmax and indexing, plus the properties a training loop relies on."""
+"""The cross-entropy (thesis §1.1, with label smoothing and ignore_index): the engine room's
+`FusedCrossEntropy` against the plain `CrossEntropy` and against a composite built from
+log_softmax and indexing, plus the properties a training loop relies on, in both forms."""
+import contextlib
+
 import numpy as np
 import pytest
 
+import autograd
 import autograd.functional as F
 from autograd import Tensor, gradcheck
+from autograd.engine_room.fused_cross_entropy import FusedCrossEntropy
+from autograd.functional.losses import CrossEntropy
+
+FORMS = {"engine room": contextlib.nullcontext, "plain": autograd.plain}
 
 CASES = [  # (logits shape, ignore_index, label_smoothing)
     ((4, 5), None, 0.0),
@@ -44,11 +52,37 @@ def loss_and_grad(fn, logits, targets, **kwargs):
     return loss.item(), logits.grad
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("shape, ignore_index, smoothing", CASES)
-def test_gradcheck(shape, ignore_index, smoothing):
+def test_gradcheck(shape, ignore_index, smoothing, form):
     logits, targets = make_case(shape, ignore_index)
-    assert gradcheck(lambda z: F.cross_entropy(z, targets, ignore_index=ignore_index, label_smoothing=smoothing),
-                     logits)
+
+    def loss(z):
+        with FORMS[form]():
+            return F.cross_entropy(z, targets, ignore_index=ignore_index, label_smoothing=smoothing)
+
+    assert gradcheck(loss, logits)
+
+
+@pytest.mark.parametrize("dtype, rtol, atol", [(np.float64, 1e-13, 1e-16), (np.float32, 1e-6, 1e-7)])
+@pytest.mark.parametrize("shape, ignore_index, smoothing", CASES)
+def test_the_engine_room_form_matches_the_plain_form_in_value_and_gradient(shape, ignore_index, smoothing,
+                                                                            dtype, rtol, atol):
+    """The same loss to rounding: the plain form takes p = exp(log p), the fused one exp(s) / Σ exp(s),
+    and they add up −log p_c in different orders, so values differ in the last bits of the dtype
+    (a few units of 1e-16, or of 6e-8 in float32). The gradient (p − p*) g / n keeps p's absolute
+    error (p ≤ 1), which the relative tolerance misses where p ≈ p* cancels: hence the absolute one."""
+    logits, targets = make_case(shape, ignore_index, dtype=dtype)
+    kwargs = dict(ignore_index=ignore_index, label_smoothing=smoothing)
+    fused_loss, fused_grad = loss_and_grad(F.cross_entropy, logits, targets, **kwargs)
+    with autograd.plain():
+        plain_loss, plain_grad = loss_and_grad(F.cross_entropy, logits, targets, **kwargs)
+    assert type(F.cross_entropy(logits, targets, **kwargs).creator) is FusedCrossEntropy
+    with autograd.plain():
+        assert type(F.cross_entropy(logits, targets, **kwargs).creator) is CrossEntropy
+    np.testing.assert_allclose(plain_loss, fused_loss, rtol=rtol)
+    assert plain_grad.dtype == fused_grad.dtype == dtype
+    np.testing.assert_allclose(plain_grad, fused_grad, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("shape, ignore_index, smoothing", CASES)
@@ -119,16 +153,20 @@ def test_doubling_the_batch_with_a_copy_keeps_the_loss_and_halves_each_rows_grad
     np.testing.assert_allclose(doubled_grad[3:], grad / 2, rtol=1e-14)
 
 
-def test_huge_logits_give_an_exact_finite_loss_and_gradient():
+@pytest.mark.parametrize("form", FORMS)
+def test_huge_logits_give_an_exact_finite_loss_and_gradient(form):
     logits = Tensor(np.array([[1e4, -1e4], [1e4, -1e4]]), requires_grad=True)
-    loss, grad = loss_and_grad(F.cross_entropy, logits, np.array([1, 0]))
+    with FORMS[form]():
+        loss, grad = loss_and_grad(F.cross_entropy, logits, np.array([1, 0]))
     assert loss == 1e4  # (2e4 + 0) / 2
     np.testing.assert_array_equal(grad, [[0.5, -0.5], [0.0, 0.0]])
 
 
-def test_float32_in_float32_out_and_float32_gradient():
+@pytest.mark.parametrize("form", FORMS)
+def test_float32_in_float32_out_and_float32_gradient(form):
     logits, targets = make_case((2, 3, 5), -100, dtype=np.float32)
-    loss = F.cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.1)
+    with FORMS[form]():
+        loss = F.cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.1)
     loss.backward()
     assert loss.dtype == np.float32 and logits.grad.dtype == np.float32
 

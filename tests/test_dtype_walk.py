@@ -77,11 +77,11 @@ def test_the_walk_would_see_a_float64_array_saved_by_an_op():
 
 # what a mixed-precision step keeps in float32 (autograd/precision.py): the loss, the layer norms'
 # per-row statistics (…, 1), the loss's probabilities, and the efficient attentions' arrays
-FLOAT32_IN_MIXED = ("CrossEntropy.saved", "BlockwiseAttention.saved", "SparseAttention.saved", "BandAttention.saved")
+FLOAT32_IN_MIXED = ("FusedCrossEntropy.saved", "BlockwiseAttention.saved", "SparseAttention.saved", "BandAttention.saved")
 
 
 def float32_in_a_mixed_step(where, array, loss):
-    return array is loss.data or where in FLOAT32_IN_MIXED or (where == "LayerNorm.saved" and array.shape[-1] == 1)
+    return array is loss.data or where in FLOAT32_IN_MIXED or (where == "FusedLayerNorm.saved" and array.shape[-1] == 1)
 
 
 @pytest.mark.parametrize("options", [

@@ -1,5 +1,5 @@
-"""The fused linear map x W + b (one matrix product on the rows of x) against its composite
-version from the broadcasting `@` and `+`, and against finite differences."""
+"""The engine room's fused linear map x W + b (one matrix product on the rows of x) against the
+plain composite form from the broadcasting `@` and `+`, and against finite differences."""
 import numpy as np
 import pytest
 
@@ -14,6 +14,8 @@ def tensor(*shape, seed=0, dtype=np.float64):
 @pytest.mark.parametrize("x_shape", [(5,), (3, 5), (2, 3, 5), (2, 1, 3, 5)])
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_fused_and_composite_linear_agree_in_values_and_gradients(x_shape, with_bias):
+    """Equal to rounding, not bit for bit: BLAS may sum a row's d_in products in another order
+    when the rows are one matrix than when they are a batch of matrices (float64, sums of 5)."""
     x, weight, bias = tensor(*x_shape, seed=1), tensor(5, 4, seed=2), tensor(4, seed=3) if with_bias else None
     inputs = [t for t in (x, weight, bias) if t is not None]
     upstream = np.random.default_rng(4).standard_normal(x_shape[:-1] + (4,))

@@ -14,7 +14,7 @@ from autograd.engine import topological_order
 from numpy_transformer.attention import (blockwise_attention, linear_attention, sliding_window_attention,
                                          sparse_attention, sliding_window_pattern)
 from numpy_transformer.attention.kernel_linear import random_features
-from numpy_transformer.attention.scaled_dot_product import AttentionWeights
+from numpy_transformer.attention.fused_weights import FusedAttentionWeights
 from numpy_transformer.masks import causal_mask
 
 
@@ -25,7 +25,7 @@ def qkv(n=6, d=3, seed=0):
 
 OMEGA = random_features(3, 4, np.random.default_rng(1), dtype=np.float64)
 CASES = {
-    "attention weights (fused, causal)": lambda q, k, v: AttentionWeights.apply(q, k, allowed=causal_mask(6)) @ v,
+    "attention weights (fused, causal)": lambda q, k, v: FusedAttentionWeights.apply(q, k, allowed=causal_mask(6)) @ v,
     "blockwise": lambda q, k, v: blockwise_attention(q, k, v, 4, causal=True),
     "sparse": lambda q, k, v: sparse_attention(q, k, v, sliding_window_pattern(6, 3)),
     "window": lambda q, k, v: sliding_window_attention(q, k, v, 3, dilation=2, global_tokens=(0,)),

@@ -57,7 +57,7 @@ def test_the_bias_is_added_before_the_scaling_and_fused_equals_composite():
     scores = (q.data @ np.swapaxes(k.data, -1, -2) + bias.data) / 2.0        # √d_k = 2
     expected = np.exp(scores - scores.max(-1, keepdims=True))
     np.testing.assert_allclose(weights, expected / expected.sum(-1, keepdims=True), rtol=0, atol=1e-12)
-    with autograd.composite():
+    with autograd.plain():
         composite = scaled_dot_product_attention(q, k, v, bias=bias)[1].data
     np.testing.assert_allclose(composite, weights, rtol=0, atol=1e-12)
 

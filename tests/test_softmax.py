@@ -1,5 +1,6 @@
-"""Softmax (thesis eq. (8)), its Jacobian (§1.2.3) and log-softmax: fused, composite and the
-explicit Jacobian agree; masked rows give zeros; huge logits stay exact; dtypes are kept."""
+"""Softmax (thesis eq. (8)), its Jacobian (§1.2.3) and log-softmax: the engine room's fused forms
+(`F.softmax`, `F.log_softmax` by default), the plain composite forms and the explicit Jacobian
+agree; masked rows give zeros; huge logits stay exact; dtypes are kept."""
 import numpy as np
 import pytest
 
@@ -8,6 +9,7 @@ from autograd import Tensor, gradcheck
 
 SHAPES_AND_AXES = [((5,), -1), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1), ((2, 3, 4), 0)]
 SOFTMAXES = {"fused": F.softmax, "composite": F.softmax_composite}
+LOG_SOFTMAXES = {"fused": F.log_softmax, "composite": F.log_softmax_composite}
 
 
 def leaf(shape, seed=0, scale=1.0, dtype=np.float64):
@@ -36,9 +38,21 @@ def test_softmax_gradcheck(name, shape, axis):
     assert gradcheck(lambda x: SOFTMAXES[name](x, axis=axis), leaf(shape))
 
 
+@pytest.mark.parametrize("name", LOG_SOFTMAXES)
 @pytest.mark.parametrize("shape, axis", SHAPES_AND_AXES)
-def test_log_softmax_gradcheck(shape, axis):
-    assert gradcheck(lambda x: F.log_softmax(x, axis=axis), leaf(shape))
+def test_log_softmax_gradcheck(name, shape, axis):
+    assert gradcheck(lambda x: LOG_SOFTMAXES[name](x, axis=axis), leaf(shape))
+
+
+@pytest.mark.parametrize("shape, axis", SHAPES_AND_AXES)
+def test_fused_and_composite_log_softmax_agree_in_value_and_vjp(shape, axis):
+    """The same operations in the same order but for the VJP, g − exp(log s) Σ g by hand against
+    autograd's chain through log, sum and exp: equal to a few units of float64's rounding."""
+    x, g = leaf(shape, scale=3.0), np.random.default_rng(1).standard_normal(shape)
+    fused_value, fused_grad = vjp(F.log_softmax, x, g, axis=axis)
+    composite_value, composite_grad = vjp(F.log_softmax_composite, x, g, axis=axis)
+    np.testing.assert_allclose(fused_value, composite_value, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(fused_grad, composite_grad, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("shape, axis", SHAPES_AND_AXES)
@@ -123,15 +137,16 @@ def test_fully_masked_row_gives_zeros_and_a_zero_finite_gradient(name):
     np.testing.assert_array_equal(grad[1, 2:], np.zeros(2))
 
 
-def test_fused_and_composite_agree_on_masked_rows():
+@pytest.mark.parametrize("forms", [SOFTMAXES, LOG_SOFTMAXES], ids=["softmax", "log_softmax"])
+def test_fused_and_composite_agree_on_masked_rows(forms):
     x, g = masked_logits(), np.random.default_rng(4).standard_normal((3, 4))
-    fused_value, fused_grad = vjp(F.softmax, x, g)
-    composite_value, composite_grad = vjp(F.softmax_composite, x, g)
+    fused_value, fused_grad = vjp(forms["fused"], x, g)
+    composite_value, composite_grad = vjp(forms["composite"], x, g)
     np.testing.assert_allclose(fused_value, composite_value, rtol=1e-14)
     np.testing.assert_allclose(fused_grad, composite_grad, rtol=1e-12, atol=1e-16)
 
 
-@pytest.mark.parametrize("fn", [F.softmax, F.softmax_composite, F.log_softmax])
+@pytest.mark.parametrize("fn", [F.softmax, F.softmax_composite, F.log_softmax, F.log_softmax_composite])
 def test_float32_in_float32_out_and_float32_gradient(fn):
     x = leaf((2, 3, 4), dtype=np.float32)
     out, grad = vjp(fn, x, np.ones((2, 3, 4), np.float32), axis=1)
@@ -145,29 +160,34 @@ def test_float32_softmax_matches_float64():
     np.testing.assert_allclose(s32, s64, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("name", LOG_SOFTMAXES)
 @pytest.mark.parametrize("shape, axis", SHAPES_AND_AXES)
-def test_log_softmax_is_log_of_softmax(shape, axis):
+def test_log_softmax_is_log_of_softmax(name, shape, axis):
     x = leaf(shape, scale=3.0)
-    np.testing.assert_allclose(F.log_softmax(x, axis=axis).data, np.log(F.softmax(x, axis=axis).data),
+    np.testing.assert_allclose(LOG_SOFTMAXES[name](x, axis=axis).data, np.log(F.softmax(x, axis=axis).data),
                                rtol=1e-13)
 
 
-def test_log_softmax_is_exact_for_huge_logits():
-    np.testing.assert_array_equal(F.log_softmax(Tensor(np.array([1e4, -1e4]))).data, [0.0, -2e4])
-    np.testing.assert_array_equal(F.log_softmax(Tensor(np.array([1e4, -1e4], np.float32))).data,
+@pytest.mark.parametrize("name", LOG_SOFTMAXES)
+def test_log_softmax_is_exact_for_huge_logits(name):
+    log_softmax = LOG_SOFTMAXES[name]
+    np.testing.assert_array_equal(log_softmax(Tensor(np.array([1e4, -1e4]))).data, [0.0, -2e4])
+    np.testing.assert_array_equal(log_softmax(Tensor(np.array([1e4, -1e4], np.float32))).data,
                                   np.array([0.0, -2e4], np.float32))
 
 
-def test_log_softmax_gradient_at_huge_logits_is_finite_and_exact():
+@pytest.mark.parametrize("name", LOG_SOFTMAXES)
+def test_log_softmax_gradient_at_huge_logits_is_finite_and_exact(name):
     # VJP g − softmax Σg with softmax = [1, 0]
     x = Tensor(np.array([1e4, -1e4]), requires_grad=True)
-    _, grad = vjp(F.log_softmax, x, np.array([2.0, 3.0]))
+    _, grad = vjp(LOG_SOFTMAXES[name], x, np.array([2.0, 3.0]))
     np.testing.assert_array_equal(grad, [2.0 - 5.0, 3.0])
 
 
-def test_log_softmax_of_a_fully_masked_row_is_minus_infinity_without_nan():
+@pytest.mark.parametrize("name", LOG_SOFTMAXES)
+def test_log_softmax_of_a_fully_masked_row_is_minus_infinity_without_nan(name):
     x = masked_logits()
-    out, grad = vjp(F.log_softmax, x, np.ones((3, 4)))
+    out, grad = vjp(LOG_SOFTMAXES[name], x, np.ones((3, 4)))
     assert np.all(np.isneginf(out[0])) and np.all(np.isneginf(out[1, 2:]))
     assert np.all(np.isfinite(out[1, :2])) and np.all(np.isfinite(grad))
 

@@ -20,7 +20,7 @@ whose scores are all −∞ gets weights 0, not NaN (its maximum is taken as 0, 
 import numpy as np
 
 from autograd.checks import checked_segments
-from autograd.plain_mode import is_composite
+from autograd.plain_mode import is_plain
 from autograd.engine import Function, as_tensor
 from autograd.ops import masked_fill, segment_sum
 from autograd.ops.reductions import segment_sum_array
@@ -64,10 +64,10 @@ class SegmentSoftmax(Function):
 
 def segment_softmax(x, segments, n_segments):
     """Softmax of the rows of x (E, ...) within each segment (segments: (E,) integers in
-    [0, n_segments)): (E, ...), summing to 1 over each non-empty segment. Fused; under
-    `autograd.composite()`: `segment_softmax_composite`."""
+    [0, n_segments)): (E, ...), summing to 1 over each non-empty segment. Fused; inside
+    `autograd.plain()`: `segment_softmax_composite`."""
     x = as_tensor(x)
-    if is_composite():
+    if is_plain():
         return segment_softmax_composite(x, segments, n_segments)
     segments = checked_segments("segment_softmax", segments, x.shape[0], n_segments)
     return SegmentSoftmax.apply(x, segments=segments, n_segments=n_segments)

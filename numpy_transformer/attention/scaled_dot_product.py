@@ -10,11 +10,10 @@ as does the paper. Dividing by √k keeps the scores at unit scale when the entr
 have unit scale (a dot product of k such terms has variance k), which keeps the softmax out
 of the saturated corners where its Jacobian vanishes (§1.2.3, eq. (9)).
 
-The weights of eq. (6) with the mask of eq. (10) are one fused primitive, `AttentionWeights`,
-with the hand-derived VJP below; `attention_weights_composite` builds them from the engine's
-ops (transpose, @, /, masked_fill, softmax) and the tests check that both agree. The weights
-stay a Tensor of the graph either way, so MultiHeadAttention can keep them (`last_weights`),
-pass them through its `weights_hook` and dropout, and multiply V with the engine's `@`.
+`attention_weights_composite` computes the weights of eqs. (6) and (10) step by step with the
+engine's ops, and autograd derives their gradient; `scaled_dot_product_attention` runs it inside
+`autograd.plain()`. Otherwise it runs `FusedAttentionWeights` (fused_weights.py), the same
+weights as one primitive with a hand-derived VJP (tests/test_attention.py compares the two).
 """
 import math
 
@@ -22,11 +21,9 @@ import numpy as np
 
 import autograd.functional as F
 from autograd import masked_fill
-from autograd.plain_mode import is_composite
-from autograd.engine import Function, as_tensor
-from autograd.functional.softmax import softmax_array, softmax_vjp
-from autograd.ops import unbroadcast
-from autograd.precision import widen
+from autograd.plain_mode import is_plain
+from autograd.engine import as_tensor
+from numpy_transformer.attention.fused_weights import fused_attention_weights
 from numpy_transformer.masks import boolean_mask
 
 
@@ -38,75 +35,36 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout=None, bias=None):
     As in Figure 6 it acts after the scaling: masked scores become −∞ (adding the thesis's M),
     so their weights are exactly 0. A query with every key masked gets zero weights and a zero
     output, not NaN. `dropout` (a callable such as a Dropout module) acts on the weights
-    before they multiply V; the returned weights are the ones before dropout. The weights come
-    from the fused `AttentionWeights`, or under `autograd.composite()` from
-    `attention_weights_composite`. `bias` (a Tensor broadcastable to (..., n_q, n_k), e.g. T5's
-    relative position bias R) is added to the scores before the scaling: softmax((Q Kᵀ + R)/√d_k).
+    before they multiply V; the returned weights are the ones before dropout. `bias` (a Tensor
+    broadcastable to (..., n_q, n_k), e.g. T5's relative position bias R) is added to the
+    scores before the scaling: softmax((Q Kᵀ + R)/√d_k). The weights come from
+    `attention_weights_composite` inside `autograd.plain()`, else from the fused
+    `FusedAttentionWeights`.
 
     output: (..., n_q, d_v); weights: (..., n_q, n_k), each unmasked row summing to 1.
     """
     q, k, v = as_tensor(q), as_tensor(k), as_tensor(v)
     scores_shape = _check_shapes(q.shape, k.shape, v.shape)
     allowed = None if mask is None else _check_mask(mask, scores_shape)
-    biases = () if bias is None else (_check_bias(as_tensor(bias, q.dtype), scores_shape),)
-    weights = attention_weights_composite(q, k, allowed, bias) if is_composite() else \
-        AttentionWeights.apply(q, k, *biases, allowed=allowed)
+    bias = None if bias is None else _check_bias(as_tensor(bias, q.dtype), scores_shape)
+    attention_weights = attention_weights_composite if is_plain() else fused_attention_weights
+    weights = attention_weights(q, k, allowed, bias)                          # eqs. (6), (10)
     attended = weights if dropout is None else dropout(weights)
-    return attended @ v, weights
+    return attended @ v, weights                                              # eq. (5)
 
 
 def attention_weights_composite(q, k, mask=None, bias=None):
     """softmax(M + (Q Kᵀ + R) / √d_k) of eqs. (6) and (10) from the engine's ops (R the bias, or
-    none); autograd derives the VJP. The same function as the fused `AttentionWeights` (the
-    tests compare them)."""
+    none; M −∞ where `mask` is False); autograd derives the VJP. q: (..., n_q, d_k),
+    k: (..., n_k, d_k) → (..., n_q, n_k)."""
     q, k = as_tensor(q), as_tensor(k)
-    products = q @ k.swapaxes(-1, -2)
-    scores = (products if bias is None else products + bias) / math.sqrt(q.shape[-1])
+    scores = q @ k.swapaxes(-1, -2)                                           # Q Kᵀ
+    if bias is not None:
+        scores = scores + bias                                                # + R
+    scores = scores / math.sqrt(q.shape[-1])                                  # / √d_k
     if mask is not None:
-        scores = masked_fill(scores, ~boolean_mask(mask), -np.inf)
+        scores = masked_fill(scores, ~boolean_mask(mask), -np.inf)            # + M: −∞ where masked
     return F.softmax(scores, axis=-1)
-
-
-class AttentionWeights(Function):
-    """P = softmax(M + (Q Kᵀ + R) / √d_k), eqs. (6) and (10), fused. q: (..., n_q, d_k),
-    k: (..., n_k, d_k), an optional bias R broadcastable to (..., n_q, n_k) (T5's relative
-    positions), `allowed`: a boolean mask broadcastable to (..., n_q, n_k), True where query i may
-    attend to key j (or None). Masked weights are exactly 0; a row with no allowed key is all zeros.
-
-    VJP, with G = ∂L/∂P and S = (Q Kᵀ + R) / √d_k: the softmax VJP of §1.2.3 row by row gives
-    ∂L/∂S = P ⊙ (G − ⟨G, P⟩) (0 at masked entries, where P = 0), and S is a sum of a product
-    and R, so
-
-        ∂L/∂Q = (∂L/∂S) K / √d_k,    ∂L/∂K = (∂L/∂S)ᵀ Q / √d_k,    ∂L/∂R = (∂L/∂S) / √d_k,
-
-    summed over the leading axes that were broadcast. float16 inputs: the scores, the softmax and
-    these gradients are computed in float32 (the notes' "attention weights: FP32"), the weights
-    and the gradients stored in float16 (autograd/precision.py).
-    """
-
-    def forward(self, q, k, *bias, allowed=None):
-        self.scale = math.sqrt(q.shape[-1])
-        scores = widen(q) @ np.swapaxes(widen(k), -1, -2)              # float16 q, k: the scores in float32
-        if bias:
-            scores = scores + widen(bias[0])
-            self.bias_shape = bias[0].shape
-        scores /= self.scale
-        if allowed is not None:
-            np.copyto(scores, -np.inf, where=~allowed)
-        weights = softmax_array(scores).astype(q.dtype, copy=False)
-        self.save_for_backward(q, k, weights)
-        return weights
-
-    def backward(self, g):
-        q, k, weights = self.saved
-        grad_scores = softmax_vjp(weights, widen(g))                    # float32 for float16 weights
-        grad_scores /= self.scale
-        grad_q = unbroadcast(grad_scores @ widen(k), q.shape) if self.needs_input_grad[0] else None
-        grad_k = unbroadcast(np.swapaxes(grad_scores, -1, -2) @ widen(q), k.shape) if self.needs_input_grad[1] else None
-        grads = [grad_q, grad_k]
-        if len(self.needs_input_grad) == 3:
-            grads.append(unbroadcast(grad_scores, self.bias_shape) if self.needs_input_grad[2] else None)
-        return tuple(None if grad is None else grad.astype(g.dtype, copy=False) for grad in grads)
 
 
 def _check_shapes(q_shape, k_shape, v_shape):

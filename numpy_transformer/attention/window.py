@@ -36,7 +36,7 @@ from autograd import masked_fill, where
 from autograd.checks import checked_integer
 from autograd.engine import Function
 from autograd.precision import in_float32
-from autograd.functional.softmax import softmax_array
+from autograd.engine_room.fused_softmax import softmax_array
 from autograd.ops import unbroadcast
 from numpy_transformer.attention.shape_checks import checked_key_padding, checked_qkv
 from numpy_transformer.attention.patterns import checked_tokens

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from autograd import Tensor, composite
+from autograd import Tensor, plain
 from numpy_transformer.attention import scaled_dot_product_attention
 
 
@@ -68,10 +68,10 @@ def key_gradient_diagonal(A, Q):
 def autograd_gradients(Q, K, V, grad_O, grad_A=None):
     """(A, ∂L/∂Q, ∂L/∂K, ∂L/∂V) from autograd for L = ⟨O, grad_O⟩ + ⟨A, grad_A⟩ (so ∂L/∂O = grad_O
     and the direct part of ∂L/∂A is grad_A), through the attention built from primitive ops
-    (`autograd.composite()`: autograd derives the softmax's gradient, nothing hand-derived).
+    (`autograd.plain()`: autograd derives the softmax's gradient, nothing hand-derived).
     Q: (n, d_k), K: (m, d_k), V: (m, d_v), grad_O: (n, d_v), grad_A: (n, m) or None."""
     q, k, v = (Tensor(x, requires_grad=True) for x in (Q, K, V))
-    with composite():
+    with plain():
         O, A = scaled_dot_product_attention(q, k, v)
         loss = (O * grad_O).sum()
         if grad_A is not None:
