@@ -1,11 +1,14 @@
-"""The documentation cannot cite code that does not exist."""
+"""The documentation cannot cite code that does not exist, link to a file or heading that does
+not exist, or show output the code no longer prints; and the README stays a short front door."""
 import importlib
 import re
 from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 CITED = re.compile(r"`((?:autograd|numpy_transformer)(?:\.\w+)+)`")
 
 
@@ -29,14 +32,22 @@ def test_every_function_named_in_the_equation_index_exists(name):
     assert callable(resolve(name)), f"docs/equations.md cites {name}, which is not callable"
 
 
+FRONT_PAGES = [ROOT / "README.md", DOCS / "status.md", DOCS / "layout.md"]
+
+
+@pytest.mark.parametrize("page, name", [(page, name) for page in FRONT_PAGES for name in cited_names(page)
+                                        if not name.endswith(".md")],
+                         ids=lambda value: value.name if isinstance(value, Path) else value)
+def test_every_module_or_function_the_front_pages_cite_exists(page, name):
+    assert resolve(name) is not None, f"{page.name} cites {name}"
+
+
 def test_the_equation_index_cites_the_chapter_1_functions():
     assert {"autograd.functional.softmax", "autograd.functional.layer_norm",
             "autograd.functional.cross_entropy", "autograd.functional.softmax_jacobian"} <= set(
         cited_names(DOCS / "equations.md"))
 
 
-ROOT = DOCS.parent
-PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 FENCED_CODE = re.compile(r"^ *```.*?^ *```", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -118,3 +129,15 @@ def test_the_gradient_check_output_in_the_docs_is_what_the_command_prints():
         shown = gradcheck_lines(page.read_text(encoding="utf-8").replace("`", "\n"))
         assert shown, f"{page.name} shows no gradient-check output"
         assert shown <= gradcheck_lines(printed), f"{page.name}: {sorted(shown - gradcheck_lines(printed))}"
+
+
+def test_the_readme_code_runs_and_prints_what_its_comment_says(capsys):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    assert blocks, "README.md has no Python example"
+    for source in blocks:
+        exec(compile(source, "README.md", "exec"), {"__name__": "__main__"})
+        printed = capsys.readouterr().out
+        for comment in re.findall(r"^print\(.*?#\s*(.+)$", source, re.MULTILINE):
+            expected = [token.rstrip(".") for token in re.split(r"\s{2,}", comment.strip())]
+            assert all(token in printed for token in expected), f"printed {printed!r}, README says {comment!r}"
