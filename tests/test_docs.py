@@ -141,3 +141,13 @@ def test_the_readme_code_runs_and_prints_what_its_comment_says(capsys):
         for comment in re.findall(r"^print\(.*?#\s*(.+)$", source, re.MULTILINE):
             expected = [token.rstrip(".") for token in re.split(r"\s{2,}", comment.strip())]
             assert all(token in printed for token in expected), f"printed {printed!r}, README says {comment!r}"
+
+
+def test_the_readme_shows_the_default_run_as_docs_training_does():
+    """The README's expected output is an excerpt of docs/training.md's, line for line."""
+    output = re.search(r"^```\n(data: built-in.*?)^```", (ROOT / "README.md").read_text(encoding="utf-8"),
+                       re.MULTILINE | re.DOTALL)
+    assert output, "README.md no longer shows the default run's output"
+    training = set((DOCS / "training.md").read_text(encoding="utf-8").splitlines())
+    missing = [line for line in output.group(1).splitlines() if line.strip() not in ("", "...") and line not in training]
+    assert not missing, f"README.md shows lines docs/training.md does not: {missing}"
