@@ -324,24 +324,24 @@ class TransformerConfig(JsonConfig):
             return
         built_by = f"TransformerConfig.{self.kind.replace('-', '_')}(vocab_size, n_layers, …)"
         if self.src_vocab_size != self.tgt_vocab_size:
-            self.fail(f"a {self.kind} model reads and predicts one vocabulary: src_vocab_size={self.src_vocab_size} "
+            self.fail(f"kind={self.kind!r} reads and predicts one vocabulary: src_vocab_size={self.src_vocab_size} "
                       f"and tgt_vocab_size={self.tgt_vocab_size} must be equal ({built_by} sets both)")
         unused = UNUSED_STACK[self.kind]
         if getattr(self, unused) != 0:
-            self.fail(f"a {self.kind} model has one stack, of {USED_STACK[self.kind]} blocks: {unused} must be 0, "
+            self.fail(f"kind={self.kind!r} has one stack, of {USED_STACK[self.kind]} blocks: {unused} must be 0, "
                       f"got {getattr(self, unused)} ({built_by} sets both)")
         if self.decoder_attention is not None:
-            self.fail(f"a {self.kind} model's blocks use `attention`: decoder_attention must be None, "
-                      f"got {self.decoder_attention!r}; set attention instead")
+            self.fail(f"kind={self.kind!r}: the blocks' self-attention is `attention`, and decoder_attention must "
+                      f"be None, got {self.decoder_attention!r}; set attention instead")
         if self.share_source_embedding:
-            self.fail(f"a {self.kind} model has one embedding already: share_source_embedding must be false")
+            self.fail(f"kind={self.kind!r} has one embedding already: share_source_embedding must be false")
 
     def _check_attention(self):
         if self.decoder_attention is not None and self.decoder_attention not in ATTENTION_KINDS:
             self.fail(f"decoder_attention must be None or one of {ATTENTION_KINDS}, got {self.decoder_attention!r}")
         if self.kind == "decoder-only" and self.attention not in CAUSAL_KINDS:
             self.fail(f"attention must be a causal-capable kind, one of {CAUSAL_KINDS}, got {self.attention!r} "
-                      f"(a decoder-only model's blocks are causal)")
+                      f"(the blocks of kind='decoder-only' are causal)")
         if self.kind == "encoder-decoder" and self.decoder_self_attention not in CAUSAL_KINDS:
             self.fail(f"the decoder's self-attention must be causal, and attention {self.decoder_self_attention!r} "
                   f"is not; the causal-capable kinds are {CAUSAL_KINDS}: set decoder_attention to one of them")
