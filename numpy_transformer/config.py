@@ -212,7 +212,8 @@ class TransformerConfig(JsonConfig):
 
     @property
     def decoder_self_attention(self):
-        """The kind of the decoder's masked self-attention: decoder_attention, or `attention`."""
+        """The kind of the decoder's masked self-attention: decoder_attention, or `attention`
+        (always `attention` in a one-stack model, whose decoder_attention is None)."""
         return self.attention if self.decoder_attention is None else self.decoder_attention
 
     @classmethod
