@@ -110,3 +110,19 @@ def test_evaluate_gives_the_old_code_s_scores(runs, run):
     assert status == 0, err
     expected = evaluation_figures((EXPECTED / f"evaluate_{run}.txt").read_text(encoding="utf-8"))
     assert expected and evaluation_figures(out) == expected
+
+
+@pytest.mark.parametrize("run", KINDS)
+def test_an_old_run_resumes_to_the_weights_the_old_code_reached(runs, tmp_path, run):
+    """Two more steps from the old checkpoint (its Adam moments, its generators' states, the
+    masks of mlm) land on the weights the old code's resume reached (to rtol 1e-5, as the
+    logits)."""
+    folder = shutil.copytree(runs / run, tmp_path / run)
+    status, out, err = run_main(["train", "--out", folder, "--resume", "--steps", "6", "--quiet"])
+    assert status == 0, err
+    resumed = saved_weights(folder)
+    with np.load(EXPECTED / "resumed.npz") as expected:
+        old = {key.removeprefix(f"{run}/model/"): expected[key] for key in expected.files if key.startswith(f"{run}/")}
+    assert sorted(resumed) == sorted(old)
+    np.testing.assert_allclose(np.concatenate([resumed[name].ravel() for name in old]),
+                               np.concatenate([old[name].ravel() for name in old]), rtol=1e-5, atol=1e-6)
