@@ -12,7 +12,7 @@ import pytest
 from autograd import no_grad
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.interop.export import load_torch
-from numpy_transformer.training.checkpoint import load_checkpoint
+from numpy_transformer.training.checkpoint import CheckpointError, load_checkpoint
 from run_helpers import run_main, weights
 
 FOLDERS = Path(__file__).parent / "data" / "checkpoints_0_1"
@@ -126,3 +126,12 @@ def test_an_old_run_resumes_to_the_weights_the_old_code_reached(runs, tmp_path, 
     assert sorted(resumed) == sorted(old)
     np.testing.assert_allclose(np.concatenate([resumed[name].ravel() for name in old]),
                                np.concatenate([old[name].ravel() for name in old]), rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_json_of_another_kind_than_the_task_s_is_refused_naming_both_files(runs, tmp_path):
+    folder = shutil.copytree(runs / "lm", tmp_path / "lm")
+    shutil.copy(runs / "mlm" / "model.json", folder / "model.json")            # an encoder-only model, same vocabulary
+    with pytest.raises(CheckpointError, match=r"lm/model.json does not describe a model of the task 'lm' of "
+                                              r".*lm/data.json: DecoderOnlyTransformer: config must be a "
+                                              r"TransformerConfig of kind 'decoder-only'"):
+        load_checkpoint(folder)

@@ -50,7 +50,7 @@ def torch_state(model):
             arrays[torch_name] = np.concatenate([v.T if v.ndim == 2 else v for v in values])
         else:
             arrays[torch_name] = values[0].T if layout == "transposed" else values[0]
-    if getattr(model.config, "share_source_embedding", False):        # PyTorch lists a shared module twice
+    if model.config.share_source_embedding:                           # PyTorch lists a shared module twice
         arrays["tgt_embedding.weight"] = arrays["src_embedding.weight"]
     return arrays
 
