@@ -1,14 +1,19 @@
-"""`TransformerConfig`: every hyper-parameter of the model in one place, validated, saved as JSON
+"""`TransformerConfig`: every hyper-parameter of a model in one place, validated, saved as JSON
 (`JsonConfig`, the base it shares with the training run's `DataConfig` and `TrainingConfig`).
+One type for the three kinds of model: the encoder-decoder of the thesis (`model.Transformer`),
+and the decoder-only (GPT) and encoder-only (BERT) models of `language_model.py`.
 
     config = TransformerConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=64, n_heads=4,
                                d_ff=128, n_encoder_layers=2, n_decoder_layers=2)
+    gpt = TransformerConfig.decoder_only(1000, d_model=64, n_heads=4, d_ff=256, n_layers=2)
+    bert = TransformerConfig.encoder_only(1000, d_model=64, n_heads=4, d_ff=256, n_layers=2)
     config.save("model.json");  TransformerConfig.load("model.json") == config
 
 The defaults are the thesis's (§1.2.2: d = 512, H = 8, m = 2048, L = 6; dropout 0.1, §1.2.1;
 the sinusoidal encoding with N = 10000, eq. (1); LayerNorm of eq. (2) with ε = 1e-6, after each
 residual sum; ReLU, §1.2.4; a projection P of its own, §1.2.5). `TransformerConfig.base` is the
-original paper's base model, which also ties the embeddings.
+original paper's base model, which also ties the embeddings; `decoder_only` and `encoder_only`
+start from GPT-2's choices where the thesis has none (`ONE_STACK_DEFAULTS`).
 """
 import dataclasses
 import json
@@ -26,11 +31,21 @@ from numpy_transformer.positional import KINDS as POSITIONAL_KINDS
 
 NORM_PLACEMENTS = ("post", "pre")
 DTYPES = ("float32", "float64")
+MODEL_KINDS = ("encoder-decoder", "decoder-only", "encoder-only")
+# the stack a one-stack kind leaves out (its layer count is 0), and the stack it keeps
+UNUSED_STACK = {"decoder-only": "n_encoder_layers", "encoder-only": "n_decoder_layers"}
+USED_STACK = {"decoder-only": "n_decoder_layers", "encoder-only": "n_encoder_layers"}
+# GPT-2's choices where the thesis has none: learned positions, PyTorch's LayerNorm with ε = 1e-5,
+# pre-norm, GELU, the head tied to the embedding (BERT normalises after the residual sum: pass
+# norm_placement="post")
+ONE_STACK_DEFAULTS = dict(positional="learned", norm_variant="torch", norm_eps=1e-5, norm_placement="pre",
+                          activation="gelu", tie_embeddings=True)
 
 _SIZES = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "n_encoder_layers",
           "n_decoder_layers", "max_len")
-_CHOICES = {"positional": POSITIONAL_KINDS, "norm_variant": NORM_VARIANTS, "norm_placement": NORM_PLACEMENTS,
-            "activation": ACTIVATIONS, "attention": ATTENTION_KINDS, "init": INIT_SCHEMES, "dtype": DTYPES}
+_CHOICES = {"kind": MODEL_KINDS, "positional": POSITIONAL_KINDS, "norm_variant": NORM_VARIANTS,
+            "norm_placement": NORM_PLACEMENTS, "activation": ACTIVATIONS, "attention": ATTENTION_KINDS,
+            "init": INIT_SCHEMES, "dtype": DTYPES}
 _FLAGS = ("tie_embeddings", "share_source_embedding", "scale_embeddings", "embedding_norm", "gradient_checkpointing")
 
 
@@ -96,17 +111,28 @@ class JsonConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TransformerConfig(JsonConfig):
-    """The hyper-parameters of `numpy_transformer.model.Transformer`.
+    """The hyper-parameters of a model: `kind` says which, the others how it is built.
+
+    | kind              | model                                        | built by                      |
+    |-------------------|----------------------------------------------|-------------------------------|
+    | "encoder-decoder" | `model.Transformer`, Figure 2 of the thesis  | TransformerConfig(l_s, l_t, …)|
+    | "decoder-only"    | `language_model.DecoderOnlyTransformer`, GPT | TransformerConfig.decoder_only|
+    | "encoder-only"    | `language_model.EncoderOnlyTransformer`, BERT| TransformerConfig.encoder_only|
+
+    A one-stack model (decoder-only, encoder-only) reads and predicts one vocabulary
+    (src_vocab_size = tgt_vocab_size, its `vocab_size`), has one stack of blocks (its `n_layers`:
+    n_decoder_layers for the decoder-only, n_encoder_layers for the encoder-only, the other 0),
+    and its blocks' self-attention is `attention` (decoder_attention stays None).
 
     | field                    | meaning                                                   | thesis      |
     |--------------------------|-----------------------------------------------------------|-------------|
-    | src_vocab_size           | l of the source language                                  | §1.2        |
+    | src_vocab_size           | l of the source language (the vocabulary read)            | §1.2        |
     | tgt_vocab_size           | l of the target language (the logits' width)              | §1.2.5      |
     | d_model                  | d, the width of every token vector                        | §1.2, 512   |
     | n_heads                  | H; each head has d_k = d_model / n_heads                  | eq. (3), 8  |
     | d_ff                     | m, the hidden width of the feed-forward network           | §1.2.4      |
-    | n_encoder_layers         | L, the blocks f_θ of the encoder                          | §1.2.2, 6   |
-    | n_decoder_layers         | the blocks of the decoder                                 | §1.2.5      |
+    | n_encoder_layers         | L, the blocks f_θ of the encoder (0: decoder-only)        | §1.2.2, 6   |
+    | n_decoder_layers         | the blocks of the decoder (0: encoder-only)               | §1.2.5      |
     | dropout                  | p of every dropout: embeddings + positions, sub-layer     | §1.2.1, 0.1 |
     |                          | outputs, attention weights, the FFN's hidden layer        |             |
     | max_len                  | the longest sequence (rows of the positional table), 512  | §1.2.1      |
@@ -141,6 +167,7 @@ class TransformerConfig(JsonConfig):
     | gradient_checkpointing   | recompute the layers' activations in backward, ⌈√L⌉       | notes       |
     |                          | segments of ⌈√L⌉ layers per stack (autograd.checkpoint)   |             |
     | dtype                    | "float32" (training) or "float64" (gradient checks)       |             |
+    | kind                     | "encoder-decoder", "decoder-only" or "encoder-only"       | notes       |
 
     The config is frozen; `dataclasses.replace(config, d_model=256)` gives a validated copy.
     """
@@ -174,6 +201,7 @@ class TransformerConfig(JsonConfig):
     init: str = "xavier"
     gradient_checkpointing: bool = False
     dtype: str = "float32"
+    kind: str = "encoder-decoder"
 
     def __post_init__(self):
         # a copy with lists for tuples, as JSON gives them back (so the round trip is equal)
@@ -184,7 +212,8 @@ class TransformerConfig(JsonConfig):
 
     @property
     def decoder_self_attention(self):
-        """The kind of the decoder's masked self-attention: decoder_attention, or `attention`."""
+        """The kind of the decoder's masked self-attention: decoder_attention, or `attention`
+        (always `attention` in a one-stack model, whose decoder_attention is None)."""
         return self.attention if self.decoder_attention is None else self.decoder_attention
 
     @classmethod
@@ -197,15 +226,84 @@ class TransformerConfig(JsonConfig):
                      dropout=0.1, tie_embeddings=True)
         return cls(src_vocab_size, tgt_vocab_size, **{**paper, **overrides})
 
+    @classmethod
+    def decoder_only(cls, vocab_size, n_layers=6, **overrides):
+        """A GPT: `n_layers` causal blocks over one vocabulary of `vocab_size` tokens, with
+        GPT-2's choices (ONE_STACK_DEFAULTS) unless `overrides` (any other field) say otherwise."""
+        return cls._one_stack("decoder-only", vocab_size, n_layers, overrides)
+
+    @classmethod
+    def encoder_only(cls, vocab_size, n_layers=6, **overrides):
+        """A BERT: `n_layers` bidirectional blocks over one vocabulary of `vocab_size` tokens,
+        with the defaults of `decoder_only` (BERT itself is post-norm: norm_placement="post")."""
+        return cls._one_stack("encoder-only", vocab_size, n_layers, overrides)
+
+    @classmethod
+    def _one_stack(cls, kind, vocab_size, n_layers, overrides):
+        fixed = sorted(set(overrides) & {"kind", "src_vocab_size", "tgt_vocab_size", *USED_STACK.values()})
+        if fixed:
+            raise TypeError(f"TransformerConfig.{kind.replace('-', '_')} sets {fixed} itself: give vocab_size and "
+                            f"n_layers")
+        layers = {UNUSED_STACK[kind]: 0, USED_STACK[kind]: n_layers}
+        return cls(vocab_size, vocab_size, **{**ONE_STACK_DEFAULTS, **overrides, **layers, "kind": kind})
+
+    @classmethod
+    def from_json(cls, text):
+        """The config written by `to_json`, or by the LanguageModelConfig of numpy-transformer 0.1
+        (keys vocab_size, n_layers, causal, and no src_vocab_size): a decoder-only model when
+        causal (its default), else an encoder-only one, its missing keys taking the defaults of
+        `decoder_only`."""
+        values = json.loads(text)
+        if isinstance(values, dict) and "vocab_size" in values and "src_vocab_size" not in values:
+            return cls.from_language_model_fields(**values)
+        return super().from_json(text)
+
+    @classmethod
+    def from_language_model_fields(cls, vocab_size, n_layers=6, causal=True, **fields):
+        """The configuration that numpy-transformer 0.1's LanguageModelConfig(vocab_size, n_layers,
+        causal, **fields) described: `decoder_only` when causal, else `encoder_only`."""
+        shared = {field.name for field in dataclasses.fields(cls)} - {
+            "kind", "src_vocab_size", "tgt_vocab_size", *USED_STACK.values()}
+        unknown = sorted(set(fields) - shared)
+        if unknown:
+            raise ValueError(f"TransformerConfig: unknown keys {unknown} in a LanguageModelConfig (the 0.1 form, "
+                             f"with vocab_size, n_layers and causal)")
+        if not isinstance(causal, bool):
+            raise ValueError(f"TransformerConfig: causal must be true or false, got {causal!r}")
+        return (cls.decoder_only if causal else cls.encoder_only)(vocab_size, n_layers, **fields)
+
     @property
     def d_k(self):
         """The width of one head, d_model / n_heads (the thesis's k)."""
         return self.d_model // self.n_heads
 
+    @property
+    def vocab_size(self):
+        """The one vocabulary of a decoder-only or encoder-only model (read and predicted)."""
+        self._one_stack_only("vocab_size", "src_vocab_size and tgt_vocab_size")
+        return self.src_vocab_size
+
+    @property
+    def n_layers(self):
+        """The blocks of a decoder-only or encoder-only model's one stack."""
+        self._one_stack_only("n_layers", "n_encoder_layers and n_decoder_layers")
+        return getattr(self, USED_STACK[self.kind])
+
+    @property
+    def causal(self):
+        """True for the decoder-only model (GPT), False for the encoder-only one (BERT)."""
+        self._one_stack_only("causal", "an encoder and a causal decoder")
+        return self.kind == "decoder-only"
+
+    def _one_stack_only(self, name, instead):
+        if self.kind == "encoder-decoder":
+            raise AttributeError(f"{name} is a property of the one-stack kinds (decoder-only, encoder-only); "
+                                 f"an encoder-decoder TransformerConfig has {instead}")
+
     def validate(self):
         """Raise a ValueError naming the first field whose value cannot build a model."""
         for name in _SIZES:
-            self.check(checked_integer, name, 1)
+            self.check(checked_integer, name, 0 if name == UNUSED_STACK.get(self.kind) else 1)
         for name, allowed in _CHOICES.items():
             self.check_choice(name, allowed)
         for name in _FLAGS:
@@ -216,13 +314,36 @@ class TransformerConfig(JsonConfig):
         self.check(checked_integer, "relative_buckets", 2)
         self.check(checked_integer, "relative_max_distance", self.relative_buckets // 2 + 1)
         self.check(checked_integer, "memory_slots", 0)
+        self._check_one_stack()
         self._check_attention()
         self._check_sizes_fit()
+
+    def _check_one_stack(self):
+        """What a decoder-only or encoder-only model needs of the fields it shares with the
+        encoder-decoder (the class docstring)."""
+        if self.kind == "encoder-decoder":
+            return
+        built_by = f"TransformerConfig.{self.kind.replace('-', '_')}(vocab_size, n_layers, …)"
+        if self.src_vocab_size != self.tgt_vocab_size:
+            self.fail(f"kind={self.kind!r} reads and predicts one vocabulary: src_vocab_size={self.src_vocab_size} "
+                      f"and tgt_vocab_size={self.tgt_vocab_size} must be equal ({built_by} sets both)")
+        unused = UNUSED_STACK[self.kind]
+        if getattr(self, unused) != 0:
+            self.fail(f"kind={self.kind!r} has one stack, of {USED_STACK[self.kind]} blocks: {unused} must be 0, "
+                      f"got {getattr(self, unused)} ({built_by} sets both)")
+        if self.decoder_attention is not None:
+            self.fail(f"kind={self.kind!r}: the blocks' self-attention is `attention`, and decoder_attention must "
+                      f"be None, got {self.decoder_attention!r}; set attention instead")
+        if self.share_source_embedding:
+            self.fail(f"kind={self.kind!r} has one embedding already: share_source_embedding must be false")
 
     def _check_attention(self):
         if self.decoder_attention is not None and self.decoder_attention not in ATTENTION_KINDS:
             self.fail(f"decoder_attention must be None or one of {ATTENTION_KINDS}, got {self.decoder_attention!r}")
-        if self.decoder_self_attention not in CAUSAL_KINDS:
+        if self.kind == "decoder-only" and self.attention not in CAUSAL_KINDS:
+            self.fail(f"attention must be a causal-capable kind, one of {CAUSAL_KINDS}, got {self.attention!r} "
+                      f"(the blocks of kind='decoder-only' are causal)")
+        if self.kind == "encoder-decoder" and self.decoder_self_attention not in CAUSAL_KINDS:
             self.fail(f"the decoder's self-attention must be causal, and attention {self.decoder_self_attention!r} "
                   f"is not; the causal-capable kinds are {CAUSAL_KINDS}: set decoder_attention to one of them")
         if not isinstance(self.attention_options, dict):
@@ -261,3 +382,12 @@ class TransformerConfig(JsonConfig):
         if self.share_source_embedding and self.src_vocab_size != self.tgt_vocab_size:
             self.fail(f"share_source_embedding needs one vocabulary for both languages, got "
                   f"src_vocab_size={self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
+
+
+def check_model_kind(model_name, config, kind):
+    """A TypeError unless `config` is a TransformerConfig of `kind` (the model `model_name` builds)."""
+    if not isinstance(config, TransformerConfig) or config.kind != kind:
+        seen = f"kind {config.kind!r}" if isinstance(config, TransformerConfig) else type(config).__name__
+        builder = "TransformerConfig(src_vocab_size, tgt_vocab_size, …)" if kind == "encoder-decoder" else \
+            f"TransformerConfig.{kind.replace('-', '_')}(vocab_size, …)"
+        raise TypeError(f"{model_name}: config must be a TransformerConfig of kind {kind!r} ({builder}), got {seen}")

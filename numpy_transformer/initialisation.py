@@ -1,6 +1,6 @@
-"""The initial weights of a model, by scheme (the `init` field of TransformerConfig and
-LanguageModelConfig, `--init` of `train`). Every parameter is drawn again by its role; the
-variance each rule gives is in the last column (U(±a) has variance a²/3):
+"""The initial weights of a model, by scheme (the `init` field of TransformerConfig, `--init` of
+`train`). Every parameter is drawn again by its role; the variance each rule gives is in the last
+column (U(±a) has variance a²/3):
 
 | scheme           | role                              | rule                                   | variance          |
 |------------------|-----------------------------------|----------------------------------------|-------------------|

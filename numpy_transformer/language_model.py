@@ -14,86 +14,37 @@ The encoder-only model is the encoder itself, bidirectional, with BERT's masked-
 
     P(x_i | x_≠i) = softmax(LayerNorm(GELU(h_i W_t + b_t)) Wᴱᵀ + b)     at the masked positions i
 
-    config = LanguageModelConfig(vocab_size=1000, d_model=64, n_heads=4, d_ff=256, n_layers=2)
+Both are built from a `TransformerConfig` of their kind, whose named constructors carry GPT-2's
+choices where the thesis has none (learned positions, PyTorch's LayerNorm, pre-norm, GELU, a tied
+head):
+
+    config = TransformerConfig.decoder_only(1000, d_model=64, n_heads=4, d_ff=256, n_layers=2)
     model = DecoderOnlyTransformer(config, np.random.default_rng(0))
     logits = model(ids)                    # (batch, n, vocab_size)
 """
-import dataclasses
 import functools
+import warnings
 
 import numpy as np
 
 import autograd.functional as F
 from autograd.checks import checked_integer, checked_token_ids
-from numpy_transformer.attention.variants import CAUSAL_KINDS
-from numpy_transformer.config import JsonConfig, TransformerConfig
+from numpy_transformer.config import TransformerConfig, check_model_kind
 from numpy_transformer.initialisation import initialise
 from numpy_transformer.masks import padding_mask
 from numpy_transformer.model import EncoderLayer, Stack
 from numpy_transformer.nn import Embedding, LayerNorm, Linear, Module, parameter
 
 
-@dataclasses.dataclass(frozen=True)
-class LanguageModelConfig(JsonConfig):
-    """The hyper-parameters of `DecoderOnlyTransformer` (causal, the default) and
-    `EncoderOnlyTransformer` (causal=False): those of `TransformerConfig` for one stack of
-    `n_layers` blocks over one vocabulary of `vocab_size` tokens. `attention` is the blocks'
-    self-attention, "full" or a variant of chapter 2 (a causal-capable one when causal); the
-    defaults are GPT-2's choices where the thesis has none (pre-norm, GELU, learned positions,
-    a tied head; BERT normalises after the residual sum: norm_placement="post")."""
-
-    vocab_size: int
-    d_model: int = 512
-    n_heads: int = 8
-    d_ff: int = 2048
-    n_layers: int = 6
-    dropout: float = 0.1
-    max_len: int = 512
-    positional: str = "learned"
-    positional_base: float = 10000.0
-    relative_buckets: int = 32
-    relative_max_distance: int = 128
-    norm_variant: str = "torch"
-    norm_eps: float = 1e-5
-    norm_placement: str = "pre"
-    activation: str = "gelu"
-    attention: str = "full"
-    attention_options: dict = dataclasses.field(default_factory=dict, hash=False)
-    memory_slots: int = 0
-    tie_embeddings: bool = True
-    scale_embeddings: bool = True
-    embedding_norm: bool = False
-    init: str = "xavier"
-    gradient_checkpointing: bool = False
-    causal: bool = True
-    pad_id: int = 0
-    dtype: str = "float32"
-
-    def validate(self):
-        """The checks of the equivalent encoder-decoder configuration (one stack each way, the
-        decoder's attention this model's), their messages naming this class."""
-        self.check_flag("causal")
-        if self.causal and self.attention not in CAUSAL_KINDS:
-            self.fail(f"attention must be a causal-capable kind, one of {CAUSAL_KINDS}, got {self.attention!r}")
-        try:
-            self.as_transformer_config()
-        except (ValueError, TypeError) as error:
-            self.fail(str(error).removeprefix("TransformerConfig: "))
-
-    def as_transformer_config(self):
-        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        vocab, layers, causal = fields.pop("vocab_size"), fields.pop("n_layers"), fields.pop("causal")
-        return TransformerConfig(vocab, vocab, n_encoder_layers=layers, n_decoder_layers=layers,
-                                 decoder_attention=fields["attention"] if causal else "full", **fields)
-
-    @property
-    def d_k(self):
-        return self.d_model // self.n_heads
-
-    @property
-    def decoder_self_attention(self):
-        """The causal blocks' attention (the name the shared layers read)."""
-        return self.attention
+def LanguageModelConfig(vocab_size, **fields):
+    """Deprecated: numpy-transformer 0.1's configuration of the language models, kept for one
+    release. It returns the equivalent `TransformerConfig`: `TransformerConfig.decoder_only(
+    vocab_size, n_layers, **fields)` when causal (the default), `TransformerConfig.encoder_only`
+    when causal=False; its keywords are the old ones (vocab_size, n_layers, causal, and the
+    fields it shared with TransformerConfig). Build those directly instead."""
+    warnings.warn("LanguageModelConfig is deprecated: use TransformerConfig.decoder_only(vocab_size, n_layers, …) "
+                  "or TransformerConfig.encoder_only(…)", DeprecationWarning, stacklevel=2)
+    return TransformerConfig.from_language_model_fields(vocab_size, **fields)
 
 
 class DecoderOnlyTransformer(Module):
@@ -105,7 +56,7 @@ class DecoderOnlyTransformer(Module):
 
     def __init__(self, config, rng):
         super().__init__()
-        _check_config(self, config, causal=True)
+        check_model_kind("DecoderOnlyTransformer", config, "decoder-only")
         self.config = config
         embedding = Embedding(config.vocab_size, config.d_model, rng, config.scale_embeddings, config.dtype)
         self.stack = Stack(config, embedding, functools.partial(EncoderLayer, causal=True), config.n_layers, rng,
@@ -156,7 +107,7 @@ class EncoderOnlyTransformer(Module):
 
     def __init__(self, config, rng):
         super().__init__()
-        _check_config(self, config, causal=False)
+        check_model_kind("EncoderOnlyTransformer", config, "encoder-only")
         self.config = config
         embedding = Embedding(config.vocab_size, config.d_model, rng, config.scale_embeddings, config.dtype)
         self.stack = Stack(config, embedding, EncoderLayer, config.n_layers, rng, bidirectional=True)
@@ -212,12 +163,6 @@ def masked_lm_loss(model, inputs, targets):
     """−(1/|S|) Σ_{i∈S} log P(x_i | x_≠i) over the selected positions S (targets ≠ IGNORED):
     the masked-LM loss, a scalar Tensor."""
     return F.cross_entropy(model(inputs), targets, ignore_index=IGNORED)
-
-
-def _check_config(model, config, causal):
-    if not isinstance(config, LanguageModelConfig) or config.causal != causal:
-        wanted = "LanguageModelConfig" + ("" if causal else "(causal=False)")
-        raise TypeError(f"{type(model).__name__}: config must be a {wanted}, got {config!r}")
 
 
 def causal_mask_at(start, n):

@@ -26,7 +26,7 @@ from autograd.checks import checked_integer, checked_token_ids
 from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.attention.relative import RelativePositionBias
 from numpy_transformer.attention.variants import options_for, share_projections_across_layers, variant_parameter_count
-from numpy_transformer.config import TransformerConfig
+from numpy_transformer.config import TransformerConfig, check_model_kind
 from numpy_transformer.initialisation import initialise
 from numpy_transformer.masks import padding_mask, self_attention_mask
 from numpy_transformer.nn import Dropout, Embedding, FeedForward, LayerNorm, Linear, Module
@@ -237,8 +237,7 @@ class Transformer(Module):
 
     def __init__(self, config, rng):
         super().__init__()
-        if not isinstance(config, TransformerConfig):
-            raise TypeError(f"Transformer: config must be a TransformerConfig, got {type(config).__name__}")
+        check_model_kind("Transformer", config, "encoder-decoder")
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"Transformer: rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
                             f"got {type(rng).__name__}")
@@ -346,6 +345,11 @@ def analytic_parameter_count(config):
     (attention also counts the E, F of a Linformer encoder, eq. (17): k′ n_max per matrix.)
 
     The decoder layer has two attentions (self and cross) and three LayerNorms.
+    A decoder-only or encoder-only config (`config.kind`) counts its one stack the same way,
+    each of its L blocks an encoder layer (one attention, two LayerNorms), over one vocabulary l
+    and with one positional table; "projection" is then its head: the decoder-only's W (d l) and
+    b (l) when not tied, the encoder-only's transform (d² + d), LayerNorm (2d) and bias (l), and
+    its d l when not tied (`language_model.py`).
     The number of heads does not appear: splitting W_q into H blocks (eq. (3)) changes no count.
     Returns a dict of these components (ints) and their "total".
 
@@ -358,22 +362,25 @@ def analytic_parameter_count(config):
     per-layer terms agree with its Table 3 (N = 8 and N = 2 differ by 44 × 10⁶ there, by
     44.1M here).
     """
-    d, m = config.d_model, config.d_ff
-    n_attention = config.n_encoder_layers + 2 * config.n_decoder_layers
-    n_feed_forward = config.n_encoder_layers + config.n_decoder_layers
-    n_norms = 2 * config.n_encoder_layers + 3 * config.n_decoder_layers + \
-        (2 if config.norm_placement == "pre" else 0) + (2 if config.embedding_norm else 0)
+    d, m, l_t = config.d_model, config.d_ff, config.tgt_vocab_size
+    n_blocks = config.n_encoder_layers + config.n_decoder_layers     # one of them is 0 in a one-stack model
+    two_stacks = config.kind == "encoder-decoder"
+    n_stacks, n_cross = (2, config.n_decoder_layers) if two_stacks else (1, 0)
+    n_norms = 2 * n_blocks + n_cross + n_stacks * ((config.norm_placement == "pre") + config.embedding_norm)
     feed_forward_size = 3 * d * m + 2 * m + d if config.activation == "swiglu" else 2 * d * m + m + d
-    vocabularies = config.tgt_vocab_size + (0 if config.share_source_embedding else config.src_vocab_size)
+    vocabularies = l_t + (0 if config.share_source_embedding or not two_stacks else config.src_vocab_size)
+    untied = 0 if config.tie_embeddings else d * l_t
     counts = {
         "embeddings": vocabularies * d,
-        "positional": {"learned": 2 * config.max_len * d, "relative": 2 * config.relative_buckets * config.n_heads,
-                       "sinusoidal": 0}[config.positional],
-        "attention": n_attention * (4 * (d * d + d) + 2 * config.memory_slots * d) + variant_parameter_count(
-            config.attention, config.attention_options, config.n_heads, config.max_len, config.n_encoder_layers),
-        "feed_forward": n_feed_forward * feed_forward_size,
+        "positional": n_stacks * {"learned": config.max_len * d, "relative": config.relative_buckets * config.n_heads,
+                                  "sinusoidal": 0}[config.positional],
+        "attention": (n_blocks + n_cross) * (4 * (d * d + d) + 2 * config.memory_slots * d) + variant_parameter_count(
+            config.attention, config.attention_options, config.n_heads, config.max_len,
+            config.n_decoder_layers if config.kind == "decoder-only" else config.n_encoder_layers),
+        "feed_forward": n_blocks * feed_forward_size,
         "layer_norms": n_norms * 2 * d,
-        "projection": 0 if config.tie_embeddings else d * config.tgt_vocab_size,
+        "projection": untied + {"encoder-decoder": 0, "decoder-only": 0 if config.tie_embeddings else l_t,
+                                "encoder-only": d * d + 3 * d + l_t}[config.kind],
     }
     counts["total"] = sum(counts.values())
     return counts

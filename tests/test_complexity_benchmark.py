@@ -1,6 +1,7 @@
 """`bench complexity`: the analytic multiply-add counts against hand counts and PyTorch's FLOP
 counter, the exponent fit on synthetic data, the key/value cache's bytes per token per layer
 measured from real caches, and the command end to end on tiny sizes (no timing is asserted)."""
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,7 +13,6 @@ from numpy_transformer.benchmarks.complexity import (CacheModel, attention_multi
                                                      decode_with_cache, build_cache_model, feed_forward_multiply_adds,
                                                      fit_exponents, layer_multiply_adds, measure_cache, training_flops)
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.language_model import LanguageModelConfig
 
 
 def products(*shapes):
@@ -83,12 +83,13 @@ def test_the_fit_recovers_known_exponents_from_synthetic_data():
     assert 1.5 < mixed < 2.0                             # 4Td² + 2T²d at d = 64: between the two terms
 
 
-TINY_DECODER_ONLY = LanguageModelConfig(50, d_model=16, n_heads=2, d_ff=32, n_layers=3, max_len=20, dropout=0.0)
+TINY_DECODER_ONLY = TransformerConfig.decoder_only(50, d_model=16, n_heads=2, d_ff=32, n_layers=3, max_len=20,
+                                                   dropout=0.0)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_the_decoder_only_cache_holds_2_d_itemsize_bytes_per_token_per_layer(dtype):
-    config = LanguageModelConfig(**{**TINY_DECODER_ONLY.__dict__, "dtype": dtype})
+    config = dataclasses.replace(TINY_DECODER_ONLY, dtype=dtype)
     model = build_cache_model(config)
     itemsize = np.dtype(dtype).itemsize
     for n_tokens in (4, 7):

@@ -128,3 +128,100 @@ def test_the_config_is_frozen_and_replace_validates():
     with pytest.raises(ValueError, match="d_model=6 is not divisible by n_heads=4"):
         dataclasses.replace(config, d_model=6, n_heads=4)
 
+
+
+# --- one type for the three kinds of model ------------------------------------------------------
+
+def test_the_named_constructors_build_the_one_stack_kinds_with_gpt2_s_defaults():
+    gpt = TransformerConfig.decoder_only(50, n_layers=3, d_model=16, n_heads=2)
+    assert (gpt.kind, gpt.vocab_size, gpt.n_layers, gpt.causal) == ("decoder-only", 50, 3, True)
+    assert (gpt.src_vocab_size, gpt.tgt_vocab_size, gpt.n_encoder_layers, gpt.n_decoder_layers) == (50, 50, 0, 3)
+    assert (gpt.positional, gpt.norm_variant, gpt.norm_eps, gpt.norm_placement, gpt.activation,
+            gpt.tie_embeddings) == ("learned", "torch", 1e-5, "pre", "gelu", True)
+    bert = TransformerConfig.encoder_only(40, n_layers=2, norm_placement="post")
+    assert (bert.kind, bert.n_encoder_layers, bert.n_decoder_layers, bert.causal) == ("encoder-only", 2, 0, False)
+    assert (bert.norm_placement, bert.positional, bert.d_model) == ("post", "learned", 512)
+    for config in (gpt, bert):
+        assert TransformerConfig.from_json(config.to_json()) == config
+
+
+def test_the_positional_form_still_builds_the_encoder_decoder():
+    config = TransformerConfig(11, 13, d_model=8, n_heads=2)
+    assert (config.kind, config.src_vocab_size, config.tgt_vocab_size) == ("encoder-decoder", 11, 13)
+    assert json.loads(config.to_json())["kind"] == "encoder-decoder"
+    values = json.loads(config.to_json())
+    del values["kind"]                                       # a model.json written before the field existed
+    assert TransformerConfig.from_json(json.dumps(values)) == config
+
+
+@pytest.mark.parametrize("name", ["vocab_size", "n_layers", "causal"])
+def test_the_one_stack_properties_say_what_an_encoder_decoder_has_instead(name):
+    with pytest.raises(AttributeError, match=f"{name} is a property of the one-stack kinds.*an encoder-decoder"):
+        getattr(tiny(), name)
+
+
+@pytest.mark.parametrize("build, overrides, message", [
+    (TransformerConfig, dict(kind="gpt"), r"kind must be one of \('encoder-decoder', 'decoder-only', "
+                                          r"'encoder-only'\), got 'gpt'"),
+    (TransformerConfig, dict(kind="decoder-only", n_encoder_layers=1),
+     r"kind='decoder-only' reads and predicts one vocabulary: src_vocab_size=11 and tgt_vocab_size=13 must be "
+     r"equal \(TransformerConfig.decoder_only"),
+    (TransformerConfig, dict(kind="encoder-only", tgt_vocab_size=11),
+     r"kind='encoder-only' has one stack, of n_encoder_layers blocks: n_decoder_layers must be 0, got 2"),
+    (TransformerConfig.decoder_only, dict(decoder_attention="window"),
+     "kind='decoder-only': the blocks' self-attention is `attention`, and decoder_attention must be None, "
+     "got 'window'; set attention instead"),
+    (TransformerConfig.encoder_only, dict(share_source_embedding=True),
+     "kind='encoder-only' has one embedding already: share_source_embedding must be false"),
+    (TransformerConfig.decoder_only, dict(attention="linformer"),
+     r"attention must be a causal-capable kind, one of \(.*\), got 'linformer'"),
+    (TransformerConfig.decoder_only, dict(n_layers=0), "n_decoder_layers must be a positive integer, got 0"),
+])
+def test_a_one_stack_config_names_the_field_at_fault_and_what_to_do(build, overrides, message):
+    arguments = dict(TINY) if build is TransformerConfig else dict(vocab_size=11, d_model=8, n_heads=2)
+    with pytest.raises(ValueError, match=f"TransformerConfig: {message}"):
+        build(**{**arguments, **overrides})
+
+
+def test_an_encoder_only_model_may_use_an_attention_that_cannot_be_causal():
+    assert TransformerConfig.encoder_only(11, d_model=8, n_heads=2, attention="linformer").attention == "linformer"
+
+
+def test_the_named_constructors_refuse_the_fields_they_set():
+    with pytest.raises(TypeError, match=r"TransformerConfig.decoder_only sets \['n_decoder_layers'\] itself: give "
+                                        r"vocab_size and n_layers"):
+        TransformerConfig.decoder_only(11, n_decoder_layers=2)
+
+
+def test_the_old_language_model_config_is_a_deprecated_function_giving_the_same_config():
+    from numpy_transformer.language_model import LanguageModelConfig
+
+    with pytest.warns(DeprecationWarning, match="use TransformerConfig.decoder_only"):
+        gpt = LanguageModelConfig(vocab_size=30, d_model=8, n_heads=2, n_layers=2)
+    assert gpt == TransformerConfig.decoder_only(30, d_model=8, n_heads=2, n_layers=2)
+    with pytest.warns(DeprecationWarning):
+        bert = LanguageModelConfig(30, d_model=8, n_heads=2, n_layers=2, causal=False, norm_placement="post")
+    assert bert == TransformerConfig.encoder_only(30, d_model=8, n_heads=2, n_layers=2, norm_placement="post")
+
+
+def test_old_language_model_json_takes_its_defaults_and_names_unknown_keys():
+    """numpy-transformer 0.1 wrote every field; a hand-written file may leave some out, which
+    then take LanguageModelConfig's defaults, those of the named constructors."""
+    config = TransformerConfig.from_json(json.dumps({"vocab_size": 30, "d_model": 8, "n_heads": 2, "causal": False}))
+    assert config == TransformerConfig.encoder_only(30, d_model=8, n_heads=2)
+    with pytest.raises(ValueError, match=r"unknown keys \['heads'\] in a LanguageModelConfig"):
+        TransformerConfig.from_json(json.dumps({"vocab_size": 30, "heads": 2}))
+    with pytest.raises(ValueError, match="causal must be true or false, got 'yes'"):
+        TransformerConfig.from_json(json.dumps({"vocab_size": 30, "d_model": 8, "n_heads": 2, "causal": "yes"}))
+
+
+def test_a_model_refuses_a_config_of_another_kind():
+    from numpy_transformer.language_model import DecoderOnlyTransformer
+
+    with pytest.raises(TypeError, match=r"Transformer: config must be a TransformerConfig of kind 'encoder-decoder' "
+                                        r"\(TransformerConfig\(src_vocab_size, tgt_vocab_size, …\)\), got kind "
+                                        r"'decoder-only'"):
+        Transformer(TransformerConfig.decoder_only(11, d_model=8, n_heads=2), np.random.default_rng(0))
+    with pytest.raises(TypeError, match=r"DecoderOnlyTransformer: config must be a TransformerConfig of kind "
+                                        r"'decoder-only' \(TransformerConfig.decoder_only\(vocab_size, …\)\), got dict"):
+        DecoderOnlyTransformer({}, np.random.default_rng(0))

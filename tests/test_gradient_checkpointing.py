@@ -83,7 +83,7 @@ def test_a_piece_must_return_a_tensor_and_take_a_tensor_that_requires_grad():
 
 # The models' option: gradient_checkpointing=True.
 
-from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig  # noqa: E402
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer  # noqa: E402
 from numpy_transformer.model import Transformer  # noqa: E402
 
 SRC = np.array([[3, 4, 5, 6, 7], [8, 9, 3, 0, 0]])
@@ -97,9 +97,9 @@ def transformer(checkpointing, **overrides):
     return Transformer(config, np.random.default_rng(0))
 
 
-def language_model(model_class, checkpointing, causal):
-    config = LanguageModelConfig(10, d_model=8, n_heads=2, d_ff=16, n_layers=4, dropout=0.1, max_len=16,
-                                 dtype="float64", gradient_checkpointing=checkpointing, causal=causal)
+def language_model(model_class, checkpointing, build):
+    config = build(10, d_model=8, n_heads=2, d_ff=16, n_layers=4, dropout=0.1, max_len=16, dtype="float64",
+                   gradient_checkpointing=checkpointing)
     return model_class(config, np.random.default_rng(0))
 
 
@@ -107,8 +107,8 @@ MODELS = {
     "encoder-decoder": (lambda on: transformer(on), lambda model: model(SRC, TGT)),
     "encoder-decoder, relative": (lambda on: transformer(on, positional="relative", relative_buckets=8,
                                                          relative_max_distance=16), lambda model: model(SRC, TGT)),
-    "decoder-only": (lambda on: language_model(DecoderOnlyTransformer, on, True), lambda model: model(SRC)),
-    "encoder-only": (lambda on: language_model(EncoderOnlyTransformer, on, False), lambda model: model(SRC)),
+    "decoder-only": (lambda on: language_model(DecoderOnlyTransformer, on, TransformerConfig.decoder_only), lambda model: model(SRC)),
+    "encoder-only": (lambda on: language_model(EncoderOnlyTransformer, on, TransformerConfig.encoder_only), lambda model: model(SRC)),
 }
 
 

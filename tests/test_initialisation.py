@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 from numpy_transformer.model import Transformer
 
 D, D_FF, VOCAB = 256, 1024, 3000
@@ -63,10 +63,10 @@ def test_the_default_draws_nothing_more_and_norms_and_positions_stay_as_built():
     assert learned["encoder.positional.P"].data.var() == pytest.approx(0.5, rel=0.1)      # N(0, 1/2), as built
 
 
-@pytest.mark.parametrize("model_class, causal", [(DecoderOnlyTransformer, True), (EncoderOnlyTransformer, False)])
-def test_the_language_models_take_the_schemes_too(model_class, causal):
-    config = LanguageModelConfig(VOCAB, d_model=D, n_heads=8, d_ff=D_FF, n_layers=1, causal=causal, init="torch",
-                                 tie_embeddings=False)
+@pytest.mark.parametrize("model_class, build", [(DecoderOnlyTransformer, TransformerConfig.decoder_only),
+                                                (EncoderOnlyTransformer, TransformerConfig.encoder_only)])
+def test_the_language_models_take_the_schemes_too(model_class, build):
+    config = build(VOCAB, d_model=D, n_heads=8, d_ff=D_FF, n_layers=1, init="torch", tie_embeddings=False)
     parameters = dict(model_class(config, np.random.default_rng(0)).named_parameters())
     assert parameters["stack.embedding.weight"].data.var() == pytest.approx(1.0, rel=0.02)
     assert parameters["head.weight"].data.var() == pytest.approx(1 / (3 * D), rel=0.02)

@@ -9,16 +9,18 @@ import autograd.functional as F
 from autograd import gradcheck
 from autograd.optim import Adam
 from numpy_transformer.attention.variants import CAUSAL_KINDS
-from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.config import TransformerConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer
 from numpy_transformer.sampling import generate, next_token_distribution, sample_next
 
 PAD = 0
 IDS = np.array([[3, 4, 5, 6, 7, 8, 9], [10, 11, 12, 13, PAD, PAD, PAD]])
 
 
-def tiny(**overrides):
-    return LanguageModelConfig(**{**dict(vocab_size=24, d_model=8, n_heads=2, d_ff=16, n_layers=2, dropout=0.0,
-                                         max_len=32, pad_id=PAD, dtype="float64"), **overrides})
+def tiny(causal=True, **overrides):
+    build = TransformerConfig.decoder_only if causal else TransformerConfig.encoder_only
+    return build(**{**dict(vocab_size=24, d_model=8, n_heads=2, d_ff=16, n_layers=2, dropout=0.0, max_len=32,
+                           pad_id=PAD, dtype="float64"), **overrides})
 
 
 def model(seed=0, **overrides):
@@ -82,11 +84,11 @@ def test_the_loss_falls_on_a_pattern_the_model_can_learn():
 
 
 def test_a_config_names_what_is_wrong():
-    with pytest.raises(ValueError, match="LanguageModelConfig: attention must be a causal-capable kind"):
+    with pytest.raises(ValueError, match="TransformerConfig: attention must be a causal-capable kind"):
         tiny(attention="linformer")
-    with pytest.raises(ValueError, match="LanguageModelConfig: d_model=8 is not divisible by n_heads=3"):
+    with pytest.raises(ValueError, match="TransformerConfig: d_model=8 is not divisible by n_heads=3"):
         tiny(n_heads=3)
-    assert LanguageModelConfig.from_json(tiny().to_json()) == tiny()
+    assert TransformerConfig.from_json(tiny().to_json()) == tiny()
 
 
 def test_a_sequence_past_max_len_is_refused():
@@ -227,7 +229,9 @@ def test_the_masked_lm_loss_falls():
 
 
 def test_a_model_refuses_the_other_kinds_config():
-    with pytest.raises(TypeError, match=r"EncoderOnlyTransformer: config must be a LanguageModelConfig\(causal=False\)"):
+    with pytest.raises(TypeError, match="EncoderOnlyTransformer: config must be a TransformerConfig of kind "
+                                        "'encoder-only' .*, got kind 'decoder-only'"):
         EncoderOnlyTransformer(tiny(), np.random.default_rng(0))
-    with pytest.raises(TypeError, match="DecoderOnlyTransformer: config must be a LanguageModelConfig"):
+    with pytest.raises(TypeError, match="DecoderOnlyTransformer: config must be a TransformerConfig of kind "
+                                        "'decoder-only' .*, got kind 'encoder-only'"):
         DecoderOnlyTransformer(tiny(causal=False), np.random.default_rng(0))

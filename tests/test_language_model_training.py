@@ -10,8 +10,8 @@ import pytest
 from numpy_transformer.completion import complete, fill_mask
 from numpy_transformer.data import train_text_tokenizer
 from numpy_transformer.data.texts import encode_texts
-from numpy_transformer.language_model import IGNORED, DecoderOnlyTransformer, EncoderOnlyTransformer, \
-    LanguageModelConfig, mask_tokens
+from numpy_transformer.config import TransformerConfig
+from numpy_transformer.language_model import IGNORED, DecoderOnlyTransformer, EncoderOnlyTransformer, mask_tokens
 from numpy_transformer.training.checkpoint import load_checkpoint
 from numpy_transformer.training.settings import resolve
 from numpy_transformer.training.loss import CausalLM, make_objective
@@ -115,14 +115,16 @@ def test_train_lm_prints_its_data_model_samples_and_perplexity(lm_run):
     metrics = json.loads((directory / "metrics.json").read_text())
     assert metrics["task"] == "lm" and metrics["preset"] == "lm" and metrics["test_texts"] == 6
     assert metrics["perplexity"] == pytest.approx(np.exp(metrics["test_cross_entropy"]))
-    assert 0 <= metrics["accuracy"] <= 1 and metrics["model"]["n_layers"] == 1
+    assert 0 <= metrics["accuracy"] <= 1 and metrics["model"]["n_decoder_layers"] == 1
     assert sorted(p.name for p in directory.glob("tokenizer_*.json")) == ["tokenizer_en.json"]
 
 
 def test_a_language_model_checkpoint_loads_the_model_of_its_task(lm_run, mlm_run):
-    for (directory, _), model_class in ((lm_run, DecoderOnlyTransformer), (mlm_run, EncoderOnlyTransformer)):
+    for (directory, _), model_class, kind in ((lm_run, DecoderOnlyTransformer, "decoder-only"),
+                                              (mlm_run, EncoderOnlyTransformer, "encoder-only")):
         checkpoint = load_checkpoint(directory)
-        assert isinstance(checkpoint.model, model_class) and isinstance(checkpoint.model_config, LanguageModelConfig)
+        assert isinstance(checkpoint.model, model_class) and isinstance(checkpoint.model_config, TransformerConfig)
+        assert checkpoint.model_config.kind == kind
         assert len(checkpoint.tokenizers) == 1 and checkpoint.tokenizers[0].mask_id == 6
         assert checkpoint.model_config.vocab_size == checkpoint.tokenizers[0].vocab_size
 

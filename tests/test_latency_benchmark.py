@@ -8,7 +8,7 @@ import pytest
 from numpy_transformer.benchmarks import latency
 from numpy_transformer.benchmarks.workloads import PAD_ID
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer
 from numpy_transformer.model import Transformer
 
 OPTIONS = [dict(), dict(norm_placement="pre", norm_variant="torch", positional="learned", tie_embeddings=True,
@@ -35,8 +35,8 @@ def test_the_pytorch_incremental_beam_search_finds_this_project_s_tokens(torch, 
 @pytest.mark.parametrize("options", [dict(), dict(norm_placement="post", positional="sinusoidal")],
                          ids=["lm-defaults", "post-norm-sinusoidal"])
 def test_the_pytorch_incremental_generation_finds_this_project_s_tokens(torch, options):
-    config = LanguageModelConfig(60, d_model=16, n_heads=2, d_ff=32, n_layers=2, pad_id=PAD_ID,
-                                 max_len=latency.PROMPT + latency.NEW_TOKENS, **options)
+    config = TransformerConfig.decoder_only(60, d_model=16, n_heads=2, d_ff=32, n_layers=2, pad_id=PAD_ID,
+                                            max_len=latency.PROMPT + latency.NEW_TOKENS, **options)
     model = DecoderOnlyTransformer(config, np.random.default_rng(2)).eval()
     prompt = np.random.default_rng(0).integers(3, 60, (1, latency.PROMPT))
     ours = latency.numpy_generate(model, prompt)
@@ -50,8 +50,8 @@ def test_the_pytorch_incremental_generation_finds_this_project_s_tokens(torch, o
 def test_the_plain_array_generator_computes_the_model_s_logits_step_by_step(options):
     """PlainNumpyGenerator, the same step without the engine, gives the model's own logits (the
     prompt at once, then one token at a time through both caches), and the same tokens."""
-    config = LanguageModelConfig(60, d_model=16, n_heads=2, d_ff=32, n_layers=2, pad_id=PAD_ID,
-                                 max_len=latency.PROMPT + latency.NEW_TOKENS, **options)
+    config = TransformerConfig.decoder_only(60, d_model=16, n_heads=2, d_ff=32, n_layers=2, pad_id=PAD_ID,
+                                            max_len=latency.PROMPT + latency.NEW_TOKENS, **options)
     model = DecoderOnlyTransformer(config, np.random.default_rng(2)).eval()
     generator, cache = latency.PlainNumpyGenerator(model), {}
     ids = np.random.default_rng(0).integers(3, 60, (1, 12))
@@ -85,7 +85,8 @@ def test_the_plain_array_translator_computes_the_model_s_log_probabilities_and_b
 def test_the_plain_array_yardsticks_refuse_the_models_they_do_not_cover():
     from numpy_transformer.benchmarks.plain_decoding import covers
 
-    config = LanguageModelConfig(60, d_model=16, n_heads=2, d_ff=32, n_layers=1, pad_id=PAD_ID, activation="swiglu")
+    config = TransformerConfig.decoder_only(60, d_model=16, n_heads=2, d_ff=32, n_layers=1, pad_id=PAD_ID,
+                                            activation="swiglu")
     assert not covers(config)
     with pytest.raises(ValueError, match="PlainNumpyGenerator covers full attention"):
         latency.PlainNumpyGenerator(DecoderOnlyTransformer(config, np.random.default_rng(0)))

@@ -16,7 +16,7 @@ from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.attention.relative import RelativePositionBias
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.interop.export import save_gpt2, save_torch, torch_state
-from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 from numpy_transformer.masks import causal_mask, padding_mask
 from numpy_transformer.model import Transformer, analytic_parameter_count, count_parameters
 from numpy_transformer.training.checkpoint import load_checkpoint
@@ -155,9 +155,9 @@ def tiny_config(**overrides):
 
 
 def tiny_language_config(causal, **overrides):
-    return LanguageModelConfig(**{**dict(vocab_size=20, d_model=D, n_heads=HEADS, d_ff=16, n_layers=2, max_len=32,
-                                         dropout=0.0, memory_slots=SLOTS, causal=causal, dtype="float64"),
-                                  **overrides})
+    build = TransformerConfig.decoder_only if causal else TransformerConfig.encoder_only
+    return build(**{**dict(vocab_size=20, d_model=D, n_heads=HEADS, d_ff=16, n_layers=2, max_len=32, dropout=0.0,
+                           memory_slots=SLOTS, dtype="float64"), **overrides})
 
 
 @pytest.mark.parametrize("positional", ["sinusoidal", "relative"])
@@ -222,7 +222,7 @@ def test_the_config_keeps_memory_slots_through_json_and_refuses_bad_values():
     config = tiny_config(memory_slots=4)
     assert TransformerConfig.from_json(config.to_json()) == config and json.loads(config.to_json())["memory_slots"] == 4
     language = tiny_language_config(causal=True, memory_slots=4)
-    assert LanguageModelConfig.from_json(language.to_json()) == language
+    assert TransformerConfig.from_json(language.to_json()) == language
     with pytest.raises(ValueError, match="memory_slots must be a non-negative integer, got -1"):
         tiny_config(memory_slots=-1)
     with pytest.raises(ValueError, match="memory_slots must be a non-negative integer, got 1.5"):

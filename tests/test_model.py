@@ -325,6 +325,33 @@ def test_the_analytic_count_equals_the_model_count_for_every_option(positional, 
         sum(value for key, value in counts.items() if key != "total")
 
 
+@pytest.mark.parametrize("kind", ["decoder-only", "encoder-only"])
+@pytest.mark.parametrize("positional, placement, activation, tied", [
+    ("learned", "pre", "gelu", True), ("sinusoidal", "post", "swiglu", False), ("relative", "pre", "relu", False)])
+@pytest.mark.parametrize("embedding_norm, memory_slots", [(False, 0), (True, 2)])
+def test_the_analytic_count_equals_the_model_count_for_the_one_stack_kinds(kind, positional, placement, activation,
+                                                                           tied, embedding_norm, memory_slots):
+    from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
+
+    build, model_class = (TransformerConfig.decoder_only, DecoderOnlyTransformer) if kind == "decoder-only" else \
+        (TransformerConfig.encoder_only, EncoderOnlyTransformer)
+    config = build(17, n_layers=2, d_model=12, n_heads=3, d_ff=20, max_len=16, positional=positional,
+                   norm_placement=placement, activation=activation, tie_embeddings=tied, embedding_norm=embedding_norm,
+                   memory_slots=0 if positional == "relative" else memory_slots, relative_buckets=8,
+                   relative_max_distance=8)
+    counts = analytic_parameter_count(config)
+    assert counts["total"] == count_parameters(model_class(config, rng())) == \
+        sum(value for key, value in counts.items() if key != "total")
+
+
+def test_the_analytic_count_counts_an_encoder_only_linformer_s_projections():
+    from numpy_transformer.language_model import EncoderOnlyTransformer
+
+    config = TransformerConfig.encoder_only(17, n_layers=2, d_model=12, n_heads=3, d_ff=20, max_len=16,
+                                            attention="linformer", attention_options={"k_proj": 4})
+    assert analytic_parameter_count(config)["total"] == count_parameters(EncoderOnlyTransformer(config, rng()))
+
+
 @pytest.mark.parametrize("d_model, n_heads, d_ff, layers",
                          [(4, 1, 4, (1, 1)), (16, 4, 64, (3, 1)), (10, 5, 7, (1, 4))])
 def test_the_analytic_count_equals_the_model_count_for_other_sizes(d_model, n_heads, d_ff, layers):

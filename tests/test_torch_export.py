@@ -7,7 +7,7 @@ import pytest
 
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.interop.export import load_torch, save_torch, torch_state
-from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer
 from numpy_transformer.model import Transformer
 from run_helpers import assert_clear_error, assert_same_weights, run_main, weights
 
@@ -54,7 +54,8 @@ def test_an_exported_translation_model_computes_the_same_logits_in_pytorch(optio
 
 @pytest.mark.parametrize("options", DECODER_ONLY_OPTIONS, ids=str)
 def test_an_exported_decoder_only_model_computes_the_same_logits_in_pytorch(options):
-    config = LanguageModelConfig(20, d_model=8, n_heads=2, d_ff=16, n_layers=2, dropout=0.1, max_len=16, **options)
+    config = TransformerConfig.decoder_only(20, d_model=8, n_heads=2, d_ff=16, n_layers=2, dropout=0.1, max_len=16,
+                                            **options)
     model = perturbed(DecoderOnlyTransformer(config, np.random.default_rng(0)))
     reference = in_torch(torch_decoder_only(config), model)
     with torch.no_grad():
@@ -66,8 +67,9 @@ def test_an_exported_decoder_only_model_computes_the_same_logits_in_pytorch(opti
 @pytest.mark.parametrize("model", [
     Transformer(TransformerConfig(11, 13, d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
                                   positional="learned", norm_placement="pre"), np.random.default_rng(0)),
-    DecoderOnlyTransformer(LanguageModelConfig(20, d_model=8, n_heads=2, d_ff=16, n_layers=2, tie_embeddings=False),
-                           np.random.default_rng(0))], ids=["translation", "decoder-only"])
+    DecoderOnlyTransformer(TransformerConfig.decoder_only(20, d_model=8, n_heads=2, d_ff=16, n_layers=2,
+                                                          tie_embeddings=False), np.random.default_rng(0))],
+    ids=["translation", "decoder-only"])
 def test_export_then_import_is_the_identity_and_safetensors_reads_the_file(tmp_path, model):
     from safetensors.torch import load_file
 
@@ -109,8 +111,9 @@ def test_a_decoder_only_model_in_gpt2_format_gives_the_same_logits_in_transforme
     from numpy_transformer.interop.pretrained import load_pretrained
 
     tokenizer = train_text_tokenizer(["the cat sat on the mat .", "a dog ."] * 3, "en", min_frequency=1)
-    config = LanguageModelConfig(tokenizer.vocab_size, d_model=8, n_heads=2, d_ff=16, n_layers=2, dropout=0.1,
-                                 max_len=16, pad_id=tokenizer.pad_id)          # √d-scaled embeddings, as trained here
+    config = TransformerConfig.decoder_only(tokenizer.vocab_size, d_model=8, n_heads=2, d_ff=16, n_layers=2,
+                                            dropout=0.1, max_len=16,
+                                            pad_id=tokenizer.pad_id)      # √d-scaled embeddings, as trained here
     model = perturbed(DecoderOnlyTransformer(config, np.random.default_rng(0)))
     save_gpt2(model, tokenizer, tmp_path)
     ids = np.array([[tokenizer.sos_id, *tokenizer.encode("the cat sat on the mat .")]])
@@ -128,8 +131,8 @@ def test_gpt2_s_format_refuses_what_it_cannot_hold(tmp_path):
     from numpy_transformer.data.tokenizer import train_text_tokenizer
     from numpy_transformer.interop.export import save_gpt2
 
-    config = LanguageModelConfig(20, d_model=8, n_heads=2, d_ff=16, n_layers=1, norm_placement="post",
-                                 tie_embeddings=False)
+    config = TransformerConfig.decoder_only(20, d_model=8, n_heads=2, d_ff=16, n_layers=1, norm_placement="post",
+                                            tie_embeddings=False)
     with pytest.raises(ValueError, match=r"GPT-2's format cannot hold this model: norm_placement='post', "
                                          r"tie_embeddings=False"):
         save_gpt2(DecoderOnlyTransformer(config, np.random.default_rng(0)), train_text_tokenizer(["a b"], "en"),

@@ -10,7 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig  # noqa: E402
+from numpy_transformer.config import TransformerConfig  # noqa: E402
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer  # noqa: E402
 from test_torch_model import gradient, layer_arrays, norm_arrays, sinusoids, values  # noqa: E402
 
 PAD = 0
@@ -53,9 +54,9 @@ def in_our_layout(reference, read):
 
 
 def paired_models(model_class, placement, causal):
-    config = LanguageModelConfig(vocab_size=13, d_model=8, n_heads=2, d_ff=12, n_layers=2, dropout=0.0, max_len=16,
-                                 positional="sinusoidal", norm_placement=placement, causal=causal, pad_id=PAD,
-                                 dtype="float64")
+    build = TransformerConfig.decoder_only if causal else TransformerConfig.encoder_only
+    config = build(vocab_size=13, d_model=8, n_heads=2, d_ff=12, n_layers=2, dropout=0.0, max_len=16,
+                   positional="sinusoidal", norm_placement=placement, pad_id=PAD, dtype="float64")
     torch.manual_seed(0)
     reference = Reference(config)
     with torch.no_grad():

@@ -200,8 +200,8 @@ def fit_exponents(values, points):
 
 @dataclasses.dataclass(frozen=True)
 class CacheModel:
-    """A model whose cache is measured: `config()` → its TransformerConfig or LanguageModelConfig,
-    whose max_len is the longest sequence it decodes."""
+    """A model whose cache is measured: `config()` → its TransformerConfig (encoder-decoder or
+    decoder-only), whose max_len is the longest sequence it decodes."""
     name: str
     config: callable
 
@@ -213,15 +213,14 @@ def _preset_model(preset, bench_config):
         from numpy_transformer.training.presets import PRESETS
 
         bench, max_len = CONFIGS[bench_config], PRESETS[preset].data["max_len"]
-        made = bench.language_model_config() if bench.decoder_only else bench.transformer_config()
-        return dataclasses.replace(made, max_len=max_len)
+        return dataclasses.replace(bench.model_config(), max_len=max_len)
     return CacheModel(f"{preset} preset", config)
 
 
 def _gpt2_small():
-    from numpy_transformer.language_model import LanguageModelConfig
-    return LanguageModelConfig(50257, d_model=768, n_heads=12, d_ff=3072, n_layers=12, max_len=1024,
-                               activation="gelu_tanh", dropout=0.0)
+    from numpy_transformer.config import TransformerConfig
+    return TransformerConfig.decoder_only(50257, d_model=768, n_heads=12, d_ff=3072, n_layers=12, max_len=1024,
+                                          activation="gelu_tanh", dropout=0.0)
 
 
 CACHE_MODELS = (_preset_model("default", "default"), _preset_model("thesis-8-heads", "thesis"),
@@ -236,16 +235,12 @@ def cache_bytes(cache):
     return sum(cache_bytes(value) if isinstance(value, dict) else value.data.nbytes for value in cache.values())
 
 
-def decoder_only(config):
-    """True for a LanguageModelConfig (one stack, one vocabulary), False for a TransformerConfig."""
-    return not hasattr(config, "n_decoder_layers")
-
-
 def build_cache_model(config, seed=0):
     from numpy_transformer.language_model import DecoderOnlyTransformer
     from numpy_transformer.model import Transformer
 
-    return (DecoderOnlyTransformer if decoder_only(config) else Transformer)(config, np.random.default_rng(seed)).eval()
+    model_class = DecoderOnlyTransformer if config.kind == "decoder-only" else Transformer
+    return model_class(config, np.random.default_rng(seed)).eval()
 
 
 def decode_with_cache(model, n_tokens, seed=0):
@@ -255,7 +250,7 @@ def decode_with_cache(model, n_tokens, seed=0):
     from numpy_transformer.decoding import IncrementalDecoder
 
     rng, config = np.random.default_rng(seed), model.config
-    if decoder_only(config):
+    if config.kind == "decoder-only":
         tokens, cache = rng.integers(3, config.vocab_size, (1, n_tokens)), {}
         for t in range(n_tokens):
             model(tokens[:, t:t + 1], cache, t)
@@ -276,7 +271,7 @@ def measure_cache(cache_model, n_tokens=DECODED):
     config = cache_model.config()
     model = build_cache_model(config)
     cache = decode_with_cache(model, n_tokens)
-    layers, sequences = len(cache), 1 if decoder_only(config) else 2
+    layers, sequences = len(cache), 1 if config.kind == "decoder-only" else 2
     per_token = cache_bytes(cache) / (n_tokens * layers * sequences)
     itemsize = np.dtype(config.dtype).itemsize
     return {"model": cache_model.name, "layers": layers, "d_model": config.d_model, "max_len": config.max_len,

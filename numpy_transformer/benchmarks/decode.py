@@ -34,7 +34,7 @@ GENERATION_BATCHES = (1, 16)
 
 def build_model(config, seed=0):
     from numpy_transformer.model import Transformer
-    return Transformer(config.transformer_config(), np.random.default_rng(seed)).eval()
+    return Transformer(config.model_config(), np.random.default_rng(seed)).eval()
 
 
 def never_generated_eos(model, src_ids, max_len=N_TOKENS):
@@ -73,11 +73,12 @@ def time_decoding(config, runs=3):
 
 def decoder_only_model(config, seed=0):
     """The decoder-only model of the configuration's size, in evaluation mode."""
-    from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
+    from numpy_transformer.config import TransformerConfig
+    from numpy_transformer.language_model import DecoderOnlyTransformer
 
     sizes = {name: config.model[name] for name in ("d_model", "n_heads", "d_ff")}
-    lm_config = LanguageModelConfig(config.tgt_vocab, n_layers=config.model["n_decoder_layers"], dropout=DROPOUT,
-                                    max_len=PROMPT + N_TOKENS, pad_id=PAD_ID, **sizes)
+    lm_config = TransformerConfig.decoder_only(config.tgt_vocab, n_layers=config.model["n_decoder_layers"],
+                                               dropout=DROPOUT, max_len=PROMPT + N_TOKENS, pad_id=PAD_ID, **sizes)
     return DecoderOnlyTransformer(lm_config, np.random.default_rng(seed)).eval()
 
 

@@ -72,7 +72,7 @@ def generation_case(name="gpt-default", seed=0):
     from numpy_transformer.language_model import DecoderOnlyTransformer
 
     config = CONFIGS[name]
-    lm_config = dataclasses.replace(config.language_model_config(), max_len=PROMPT + NEW_TOKENS)
+    lm_config = dataclasses.replace(config.model_config(), max_len=PROMPT + NEW_TOKENS)
     model = DecoderOnlyTransformer(lm_config, np.random.default_rng(seed)).eval()
     return model, np.random.default_rng(seed).integers(3, config.tgt_vocab, (1, PROMPT))
 

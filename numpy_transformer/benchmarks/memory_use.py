@@ -27,9 +27,10 @@ BATCH, LENGTH = 8, 128
 
 
 def build(n_layers, checkpointing, seed=0):
-    from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
+    from numpy_transformer.config import TransformerConfig
+    from numpy_transformer.language_model import DecoderOnlyTransformer
 
-    config = LanguageModelConfig(n_layers=n_layers, gradient_checkpointing=checkpointing, **MODEL)
+    config = TransformerConfig.decoder_only(n_layers=n_layers, gradient_checkpointing=checkpointing, **MODEL)
     return DecoderOnlyTransformer(config, np.random.default_rng(seed))
 
 

@@ -59,8 +59,8 @@ class NumpyTrainer:
         from numpy_transformer.model import Transformer
 
         rng = np.random.default_rng(seed)
-        self.model = (DecoderOnlyTransformer(config.language_model_config(), rng) if config.decoder_only
-                      else Transformer(config.transformer_config(), rng)).train()
+        model_class = DecoderOnlyTransformer if config.decoder_only else Transformer
+        self.model = model_class(config.model_config(), rng).train()
         self.optimizer = Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS, threads=threads)
         self.batch = batch
 
@@ -102,8 +102,7 @@ class TorchTrainer:
 
         torch.manual_seed(seed)
         self.torch = torch
-        self.model = (torch_decoder_only(config.language_model_config()) if config.decoder_only
-                      else torch_transformer(config.transformer_config())).train()
+        self.model = (torch_decoder_only if config.decoder_only else torch_transformer)(config.model_config()).train()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=LR, betas=BETAS, eps=EPS, fused=fused)
         self.batch = [torch.from_numpy(array) for array in (batch.src, batch.tgt_in, batch.tgt_out)]
 

@@ -30,8 +30,9 @@ DROPOUT, LABEL_SMOOTHING, LR, BETAS, EPS = 0.1, 0.1, 1e-4, (0.9, 0.98), 1e-9
 
 @dataclasses.dataclass(frozen=True)
 class BenchConfig:
-    """A model (TransformerConfig fields, or LanguageModelConfig fields when `decoder_only`) and a
-    batch of `batch` pairs of `length` tokens (a decoder-only model reads the target side)."""
+    """A model (TransformerConfig fields; those of TransformerConfig.decoder_only when
+    `decoder_only`) and a batch of `batch` pairs of `length` tokens (a decoder-only model reads
+    the target side)."""
     name: str
     description: str
     model: dict
@@ -41,14 +42,14 @@ class BenchConfig:
     tgt_vocab: int
     decoder_only: bool = False
 
-    def transformer_config(self):
+    def model_config(self):
+        """The TransformerConfig: decoder-only (over the target vocabulary) when `decoder_only`,
+        else encoder-decoder."""
         from numpy_transformer.config import TransformerConfig
+        if self.decoder_only:
+            return TransformerConfig.decoder_only(self.tgt_vocab, dropout=DROPOUT, pad_id=PAD_ID,
+                                                  max_len=max(64, self.length), **self.model)
         return TransformerConfig(self.src_vocab, self.tgt_vocab, dropout=DROPOUT, pad_id=PAD_ID, **self.model)
-
-    def language_model_config(self):
-        from numpy_transformer.language_model import LanguageModelConfig
-        return LanguageModelConfig(self.tgt_vocab, dropout=DROPOUT, pad_id=PAD_ID, max_len=max(64, self.length),
-                                   **self.model)
 
 
 ONE_LAYER = dict(n_encoder_layers=1, n_decoder_layers=1)

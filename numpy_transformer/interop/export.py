@@ -30,7 +30,7 @@ import numpy as np
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data.tokenizer import CLS, EOS, MASK, PAD, SEP, SOS, UNK
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
-from numpy_transformer.language_model import DecoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer
 from numpy_transformer.model import Transformer
 from numpy_transformer.interop.pretrained import SafetensorsWeights, fill_parameters
 from numpy_transformer.interop.torch_reference import check_exportable
@@ -50,7 +50,7 @@ def torch_state(model):
             arrays[torch_name] = np.concatenate([v.T if v.ndim == 2 else v for v in values])
         else:
             arrays[torch_name] = values[0].T if layout == "transposed" else values[0]
-    if getattr(model.config, "share_source_embedding", False):        # PyTorch lists a shared module twice
+    if model.config.share_source_embedding:                           # PyTorch lists a shared module twice
         arrays["tgt_embedding.weight"] = arrays["src_embedding.weight"]
     return arrays
 
@@ -117,9 +117,9 @@ def save_torch(model, folder):
 def load_torch(folder):
     """The model `save_torch` (or PyTorch, under the same names) wrote to `folder`."""
     folder = Path(folder)
-    values = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-    config = (LanguageModelConfig if "vocab_size" in values else TransformerConfig).from_json(json.dumps(values))
-    model = (DecoderOnlyTransformer if "vocab_size" in values else Transformer)(config, np.random.default_rng(0))
+    config = TransformerConfig.load(folder / CONFIG_FILE)     # also a decoder-only model.json of 0.1
+    model = (Transformer if config.kind == "encoder-decoder" else DecoderOnlyTransformer)(config,
+                                                                                         np.random.default_rng(0))
     weights = SafetensorsWeights(folder / WEIGHTS_FILE)
     fill_parameters(model, ours_from_torch(model, {name: weights[name] for name in weights.entries}))
     return model
@@ -186,7 +186,7 @@ GPT2_ACTIVATIONS = {"gelu_tanh": "gelu_new", "gelu": "gelu", "relu": "relu"}
 
 def check_gpt2_exportable(config):
     """A ValueError naming what GPT-2's format cannot hold."""
-    problems = [] if getattr(config, "causal", False) else ["not a decoder-only model"]
+    problems = [] if config.kind == "decoder-only" else ["not a decoder-only model"]
     problems += [f"{name}={getattr(config, name)!r}" for name, allowed in (
         ("norm_placement", ("pre",)), ("positional", ("learned", "sinusoidal")), ("attention", ("full",)),
         ("activation", tuple(GPT2_ACTIVATIONS)), ("tie_embeddings", (True,)), ("memory_slots", (0,))) if getattr(config, name) not in allowed]

@@ -48,7 +48,8 @@ import numpy as np
 
 from numpy_transformer.data.hub import model_folder
 from numpy_transformer.data.hub_tokenizer import HubTokenizer
-from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.config import TransformerConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
@@ -161,22 +162,22 @@ def gpt2_config(hf, dtype):
     if unsupported or not hf.get("scale_attn_weights", True) or not hf.get("tie_word_embeddings", True):
         raise ValueError(f"GPT-2 options this project does not implement: {unsupported or 'untied or unscaled'}")
     d = hf["n_embd"]
-    return LanguageModelConfig(
+    return TransformerConfig.decoder_only(
         hf["vocab_size"], d_model=d, n_heads=hf["n_head"], d_ff=hf.get("n_inner") or 4 * d, n_layers=hf["n_layer"],
         dropout=hf.get("resid_pdrop", 0.1), max_len=hf["n_positions"], positional="learned", norm_variant="torch",
         norm_eps=hf.get("layer_norm_epsilon", 1e-5), norm_placement="pre",
         activation=_activation(hf.get("activation_function", "gelu_new")), tie_embeddings=True,
-        scale_embeddings=False, causal=True, pad_id=hf.get("pad_token_id"), dtype=dtype)
+        scale_embeddings=False, pad_id=hf.get("pad_token_id"), dtype=dtype)
 
 
 def bert_config(hf, dtype):
-    return LanguageModelConfig(
+    return TransformerConfig.encoder_only(
         hf["vocab_size"], d_model=hf["hidden_size"], n_heads=hf["num_attention_heads"], d_ff=hf["intermediate_size"],
         n_layers=hf["num_hidden_layers"], dropout=hf.get("hidden_dropout_prob", 0.1),
         max_len=hf["max_position_embeddings"], positional="learned", norm_variant="torch",
         norm_eps=hf.get("layer_norm_eps", 1e-12), norm_placement="post", activation=_activation(hf.get("hidden_act")),
-        tie_embeddings=True, scale_embeddings=False, embedding_norm=True, causal=False,
-        pad_id=hf.get("pad_token_id", 0), dtype=dtype)
+        tie_embeddings=True, scale_embeddings=False, embedding_norm=True, pad_id=hf.get("pad_token_id", 0),
+        dtype=dtype)
 
 
 def _activation(name):

@@ -19,6 +19,7 @@ a function is called; nothing else in the library needs it.
 """
 import math
 
+from numpy_transformer.config import check_model_kind
 from numpy_transformer.positional import sinusoidal_encoding
 
 TORCH_ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
@@ -31,7 +32,7 @@ def check_exportable(config):
         problems.append("positional='relative'")
     if config.activation not in TORCH_ACTIVATIONS:
         problems.append(f"activation={config.activation!r}")
-    attentions = {config.attention, getattr(config, "decoder_attention", None) or config.attention}
+    attentions = {config.attention, config.decoder_self_attention}
     problems += [f"attention={kind!r}" for kind in sorted(attentions - {"full"})]
     if config.memory_slots:
         problems.append(f"memory_slots={config.memory_slots}")
@@ -42,9 +43,10 @@ def check_exportable(config):
 
 
 def torch_transformer(config, dtype=None):
-    """The encoder-decoder of `config` (a TransformerConfig) as a torch.nn.Module."""
+    """The encoder-decoder of `config` (a TransformerConfig of that kind) as a torch.nn.Module."""
     import torch
 
+    check_model_kind("torch_transformer", config, "encoder-decoder")
     check_exportable(config)
     options = dict(dtype=dtype or getattr(torch, config.dtype))
 
@@ -88,9 +90,10 @@ def torch_transformer(config, dtype=None):
 
 
 def torch_decoder_only(config, dtype=None):
-    """The decoder-only model of `config` (a causal LanguageModelConfig) as a torch.nn.Module."""
+    """The decoder-only model of `config` (a TransformerConfig of that kind) as a torch.nn.Module."""
     import torch
 
+    check_model_kind("torch_decoder_only", config, "decoder-only")
     check_exportable(config)
     options = dict(dtype=dtype or getattr(torch, config.dtype))
 

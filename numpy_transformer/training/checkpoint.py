@@ -1,7 +1,9 @@
 """Checkpoints: everything needed to translate with a trained model, or to continue its training
 exactly where it stopped, in one folder.
 
-    DIR/model.json            the TransformerConfig (a LanguageModelConfig for a language model)
+    DIR/model.json            the TransformerConfig (of the kind the task trains: encoder-decoder,
+                              decoder-only or encoder-only; a language model's run folder written
+                              by numpy-transformer 0.1 holds a LanguageModelConfig, read as one)
     DIR/training.json         the TrainingConfig
     DIR/data.json             the DataConfig: which task, corpus, split and seed (to rebuild the splits)
     DIR/tokenizer_en.json     the tokenizers of both languages (a language model has one)
@@ -25,13 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
+from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
 from numpy_transformer.training.settings import MODELS, DataConfig, TrainingConfig
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 
 ARCHIVE = "checkpoint.npz"
 CONFIG_FILES = {"model": "model.json", "training": "training.json", "data": "data.json"}
-CONFIG_CLASSES = {"training": TrainingConfig, "data": DataConfig}    # the model's: MODELS[task]
+CONFIG_CLASSES = {"training": TrainingConfig, "data": DataConfig, "model": TransformerConfig}
 
 
 class CheckpointError(Exception):
@@ -77,7 +80,7 @@ def has_checkpoint(directory):
 def save_checkpoint(directory, model, optimizer, state, configs, tokenizers):
     """Write a checkpoint to `directory` (created if needed).
 
-    configs: {"model": TransformerConfig or LanguageModelConfig, "training": TrainingConfig,
+    configs: {"model": TransformerConfig, "training": TrainingConfig,
     "data": DataConfig}; tokenizers: (source, target) WordTokenizers, or a language model's one;
     state: a JSON-serialisable dict (the loop's position). The JSON files first, the archive
     last (see the module docstring)."""
@@ -98,13 +101,15 @@ def load_checkpoint(directory):
     directory = Path(directory)
     _check_complete(directory)
     configs = {kind: _read_config(directory, kind, config_class) for kind, config_class in CONFIG_CLASSES.items()}
-    config_class, model_class = MODELS[configs["data"].task]
-    configs["model"] = _read_config(directory, "model", config_class)
     tokenizers = tuple(_read_tokenizer(directory, language) for language in configs["data"].languages)
     _check_vocabularies(directory, configs["model"], tokenizers)
     weights, optimizer_state, state = _read_archive(directory / ARCHIVE)
     _check_finite(directory / ARCHIVE, weights)
-    model = model_class(configs["model"], np.random.default_rng(configs["training"].seed))
+    try:
+        model = MODELS[configs["data"].task][1](configs["model"], np.random.default_rng(configs["training"].seed))
+    except TypeError as error:                  # a model.json of another kind than the task's
+        raise CheckpointError(f"{directory / CONFIG_FILES['model']} does not describe a model of the task "
+                              f"{configs['data'].task!r} of {directory / CONFIG_FILES['data']}: {error}") from None
     try:
         model.load_state_dict(weights)
     except ValueError as error:
@@ -153,8 +158,8 @@ def _read_tokenizer(directory, language):
 
 
 def _check_vocabularies(directory, config, tokenizers):
-    sizes = {"vocab_size": config.vocab_size} if hasattr(config, "vocab_size") else \
-        {"src_vocab_size": config.src_vocab_size, "tgt_vocab_size": config.tgt_vocab_size}
+    sizes = {"src_vocab_size": config.src_vocab_size, "tgt_vocab_size": config.tgt_vocab_size} \
+        if config.kind == "encoder-decoder" else {"vocab_size": config.vocab_size}
     for tokenizer, (name, size) in zip(tokenizers, sizes.items()):
         if tokenizer.vocab_size != size:
             raise CheckpointError(

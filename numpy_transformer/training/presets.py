@@ -43,8 +43,8 @@ LANGUAGE_MODEL_RUN = dict(batch_size=64, schedule="warmup", warmup_steps=400, lr
 @dataclasses.dataclass(frozen=True)
 class Preset:
     """Overrides of the defaults of the model's configuration (`model`: TransformerConfig's, or
-    LanguageModelConfig's for the tasks lm and mlm), TrainingConfig (`training`) and DataConfig
-    (`data`, which holds the task); `numpy_transformer.training.settings.resolve` applies them."""
+    those of TransformerConfig.decoder_only and .encoder_only for the tasks lm and mlm, which take
+    n_layers), TrainingConfig (`training`) and DataConfig (`data`, which holds the task); `numpy_transformer.training.settings.resolve` applies them."""
     description: str
     model: dict
     training: dict

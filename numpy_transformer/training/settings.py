@@ -27,7 +27,7 @@ from numpy_transformer.data.corpus import SUBSET_MODES
 from numpy_transformer.data.opus import PAIR_FORM, parse_pair
 from numpy_transformer.data.texts import POLICIES as TEXT_POLICIES
 from numpy_transformer.data.tokenizer import BYTES, KINDS as TOKENIZER_KINDS
-from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer, LanguageModelConfig
+from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 from numpy_transformer.model import Transformer, analytic_parameter_count
 from numpy_transformer.training.loss import TASKS
 from numpy_transformer.training.mixed_precision import PRECISIONS
@@ -233,33 +233,29 @@ def resolve(preset_name=None, model=None, training=None, data=None):
     return model_fields, training_config, data_config
 
 
-# task → the model's configuration class and the model
-MODELS = {"translation": (TransformerConfig, Transformer), "lm": (LanguageModelConfig, DecoderOnlyTransformer),
-          "mlm": (LanguageModelConfig, EncoderOnlyTransformer)}
+# task → the TransformerConfig's constructor for its kind of model, and the model
+MODELS = {"translation": (TransformerConfig, Transformer),
+          "lm": (TransformerConfig.decoder_only, DecoderOnlyTransformer),
+          "mlm": (TransformerConfig.encoder_only, EncoderOnlyTransformer)}
 
 
 def model_config(model_fields, vocab_sizes, pad_id, max_len, task="translation"):
-    """The model configuration of a run: its fields, the vocabularies' sizes (source and target
+    """The TransformerConfig of a run: its fields, the vocabularies' sizes (source and target
     for translation, the one vocabulary of a language model), the [PAD] id, and the longest
-    sentence as the positional table's length. A TransformerConfig, or a LanguageModelConfig."""
-    config_class = MODELS[task][0]
-    fields = {**model_fields, "pad_id": pad_id, "max_len": max_len}
-    if task != "translation":
-        fields["causal"] = task == "lm"
+    sentence as the positional table's length; its kind is the task's (MODELS)."""
+    build = MODELS[task][0]
     try:
-        config = config_class(*vocab_sizes, **fields)
+        config = build(*vocab_sizes, **{**model_fields, "pad_id": pad_id, "max_len": max_len})
     except TypeError as error:
-        raise ValueError(f"{config_class.__name__}: {error}") from None
+        raise ValueError(f"TransformerConfig: {error}") from None
     check_fits_in_memory(config)
     return config
 
 
 def check_fits_in_memory(config):
     """A ValueError when the weights, their gradients and Adam's two moments (four arrays of the
-    parameters' size) alone would take more than this machine's memory. A language model is
-    counted as its equivalent encoder-decoder (`as_transformer_config`), an upper bound."""
-    counted = config.as_transformer_config() if isinstance(config, LanguageModelConfig) else config
-    needed = 4 * analytic_parameter_count(counted)["total"] * np.dtype(config.dtype).itemsize
+    parameters' size) alone would take more than this machine's memory."""
+    needed = 4 * analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
     memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
     if memory and needed > memory:
         raise ValueError(f"the model would need {needed / 2**30:,.1f} GiB for its weights, gradients and Adam's "
