@@ -1,6 +1,6 @@
 """Validation BLEU against training time, for this project's recipe and PyTorch's.
 
-    python examples/bleu_curve.py --dataset ../shared/data/multi30k/train.jsonl --pair en-de
+    python examples/bleu_curve.py --dataset multi30k/train.jsonl --pair en-de
     python examples/bleu_curve.py --framework torch --init recipe --dataset … --pair en-de
 
 Both frameworks train the model of a preset (`--preset`, default "default") on the same data,

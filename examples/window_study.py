@@ -8,7 +8,7 @@ decoder self, cross) on held-out sentences, and compare the knees.
 
 The pairs: the built-in en→it corpus (synthetic: templated sentences, so its window structure is
 the generator's, not Italian's) and Multi30k en→de (real captions, read from the files
-train.jsonl and val.jsonl in --multi30k, default ../shared/data/multi30k beside the repository).
+train.jsonl and val.jsonl in --multi30k, default multi30k/ in the repository).
 opus_books en→it, the thesis's corpus, needs the Hugging Face Hub and is not run here.
 
 Per pair and seed: train (d_model 64, 8 heads, 1,500 steps of 32 pairs, the thesis-8-heads
@@ -47,7 +47,7 @@ from numpy_transformer.training.settings import resolve
 from numpy_transformer.training.run import Run
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-DEFAULT_MULTI30K = REPOSITORY.parent / "shared" / "data" / "multi30k"
+DEFAULT_MULTI30K = REPOSITORY / "multi30k"
 KINDS = ("encoder.0.self_attn", "decoder.0.self_attn", "decoder.0.cross_attn")
 PAIRS = ("en→it built-in", "en→de Multi30k")
 
@@ -55,7 +55,7 @@ PAIRS = ("en→it built-in", "en→de Multi30k")
 def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--multi30k", default=str(DEFAULT_MULTI30K),
-                        help="folder holding Multi30k's train.jsonl and val.jsonl (default ../shared/data/multi30k)")
+                        help="folder holding Multi30k's train.jsonl and val.jsonl (default multi30k/ in the repository)")
     parser.add_argument("--out", default="runs/window_study", help="folder of the trained runs")
     parser.add_argument("--figure", default="docs/figures/window_study.png")
     parser.add_argument("--n-pairs", type=int, default=6000, help="size of the built-in corpus (default 6000)")
