@@ -30,13 +30,16 @@ class MultiHeadAttention(Module):
     `weights_hook` (None unless set, by numpy_transformer.analysis) is a function weights →
     weights applied to the weights Tensor before dropout and V: it lets an analysis watch,
     replace or zero a head's weights as they are used (attention × gradient, the structured
-    approximation, head ablation).
+    approximation, head ablation). Both happen in one method, `weights_used`.
 
     `attention` chooses how the heads attend: "full" (eq. (5)) or a variant of chapter 2,
     "sparse", "window", "bigbird", "linear", "linformer" or "blockwise", with its `options`
     (window, dilation, global_tokens, feature_map, k_proj, block_size, causal, …; see
     numpy_transformer.attention.variants). The variants are self-attention only; their
     `last_weights` is None, and attention dropout acts on full attention's weights only.
+    The choice is kept as `attend`, a strategy of numpy_transformer.attention.attend (full
+    attention, memory slots, or the variant, `variant`), which a strategy of one's own may
+    replace.
 
     `memory_slots` m > 0 makes it memory-augmented (numpy_transformer.attention.memory_slots): two
     more parameters, memory_k and memory_v (m, d_model), drawn from N(0, 1) (the scale of Z W_k

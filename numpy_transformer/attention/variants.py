@@ -107,8 +107,10 @@ def options_for(kind, options, **model_options):
 
 
 def attention_variant(kind, d_k, n_heads, rng, dtype=np.float32, **options):
-    """The module that computes the heads of `kind` (None for "full", which MultiHeadAttention
-    computes itself). Its call is (Q, K, V, mask, cache) → heads (batch, heads, n, d_k)."""
+    """The module that computes the heads of `kind` (None for "full", which
+    numpy_transformer.attention.attend.FullAttention computes). Its call is
+    (Q, K, V, mask, cache) → heads (batch, heads, n, d_k), K and V this call's only: the module
+    keeps what it needs of past positions in `cache` itself."""
     options = attention_options(kind, options)
     if kind == "full":
         return None
