@@ -13,6 +13,9 @@ the keys and values through the cache (the caller's dict, or None), its forward 
                                           keys_values(), computed once per cache
     __call__(Q, K, V, mask, bias, cache) → the heads, (batch, heads, n_q, d_v)
 
+The strategy, not the layer, decides what the cache keeps because the kinds keep different
+things: full attention every key and value, linear attention a recurrent state instead.
+
 | strategy               | the heads                                            | the cache keeps           |
 |------------------------|------------------------------------------------------|---------------------------|
 | `FullAttention`        | softmax(M + (Q Kᵀ + R)/√k) V, eqs. (5), (6), (10)    | every key and value       |
