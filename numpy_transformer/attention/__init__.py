@@ -14,9 +14,15 @@
 Each lives in a file of its own (sparse.py, window.py, kernel_linear.py, linformer.py,
 blockwise.py); variants.py puts them behind `MultiHeadAttention(attention=...)`.
 The pattern builders of Figure 7 are in `patterns.py`.
+
+The layer, multi_head.py, is eqs. (3)–(7) in four lines; what is not in those equations joins
+it through named pieces: heads.py (the reshapes of eqs. (3) and (7)), attend.py (how the heads
+attend: full attention, memory slots, a variant), cache.py (the key/value cache of decoding),
+memory_slots.py and relative.py (learned key/value slots, T5's relative position bias).
 """
 from numpy_transformer.attention.scaled_dot_product import scaled_dot_product_attention
-from numpy_transformer.attention.multi_head import MultiHeadAttention, merge_heads, split_heads
+from numpy_transformer.attention.heads import merge_heads, split_heads
+from numpy_transformer.attention.multi_head import MultiHeadAttention
 from numpy_transformer.attention.patterns import (bigbird_pattern, dilated_window_pattern, draw_figure_7,
                                                   global_tokens_pattern, random_pattern, sliding_window_pattern)
 from numpy_transformer.attention.sparse import AttentionGraph, sparse_attention

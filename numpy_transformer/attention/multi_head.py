@@ -7,41 +7,17 @@
     MultiHead = Concat(head_1, …, head_H) W_c          W_c ∈ ℝ^{H k × d} = ℝ^{d × d}  (7)
 
 with k = d_k = d / H. Z = X for self-attention; for cross-attention X comes from the decoder
-and Z is the encoder output ("memory"). W_c is the paper's W^O.
-
-Eq. (3) takes head h's projection from columns (h−1)k … hk of W_q, so Q^(h) is columns
-(h−1)k … hk of the full Q = X W_q: reshaping the last axis of Q from d into (H, k) puts head h
-at index h − 1 of the new axis. `split_heads` does that reshape (and moves the head axis in
-front of the positions); `merge_heads` undoes it, which is the concatenation of eq. (7). All
-heads are then one batched product: no Python loop over heads.
+and Z is the encoder output ("memory"). W_c is the paper's W^O. The split of eq. (3) and the
+concatenation of eq. (7) are reshapes (heads.py); eq. (5) is the layer's attend strategy
+(attend.py): full attention, or a variant of chapter 2, with memory slots or without.
 """
 import numpy as np
 
 from autograd.checks import checked_integer
-from numpy_transformer.attention.cache import append_to_cache
-from numpy_transformer.attention.memory_slots import append_memory_slots, memory_bias, memory_mask
-from numpy_transformer.attention.scaled_dot_product import scaled_dot_product_attention
+from numpy_transformer.attention.attend import FullAttention, MemorySlotsAttention, VariantAttention
+from numpy_transformer.attention.heads import merge_heads, split_heads
 from numpy_transformer.attention.variants import attention_variant
 from numpy_transformer.nn import Dropout, Linear, Module, parameter
-
-
-def split_heads(x, n_heads):
-    """(..., n, d) → (..., H, n, d/H): head h holds columns h·d_k … (h+1)·d_k of x (eq. (3))."""
-    *leading, n, d = x.shape
-    if d % n_heads:
-        raise ValueError(f"split_heads: the last dimension of x {tuple(x.shape)} is not divisible "
-                         f"by n_heads={n_heads}")
-    if n == 1:                      # one position (a decoding step): moving an axis of length 1 is a reshape
-        return x.reshape(*leading, n_heads, 1, d // n_heads)
-    return x.reshape(*leading, n, n_heads, d // n_heads).swapaxes(-3, -2)
-
-
-def merge_heads(x):
-    """(..., H, n, d_k) → (..., n, H·d_k): Concat(head_1, …, head_H) of eq. (7)."""
-    *leading, n_heads, n, d_k = x.shape
-    if n == 1:
-        return x.reshape(*leading, 1, n_heads * d_k)
-    return x.swapaxes(-3, -2).reshape(*leading, n, n_heads * d_k)
 
 
 class MultiHeadAttention(Module):
@@ -54,13 +30,16 @@ class MultiHeadAttention(Module):
     `weights_hook` (None unless set, by numpy_transformer.analysis) is a function weights →
     weights applied to the weights Tensor before dropout and V: it lets an analysis watch,
     replace or zero a head's weights as they are used (attention × gradient, the structured
-    approximation, head ablation).
+    approximation, head ablation). Both happen in one method, `weights_used`.
 
     `attention` chooses how the heads attend: "full" (eq. (5)) or a variant of chapter 2,
     "sparse", "window", "bigbird", "linear", "linformer" or "blockwise", with its `options`
     (window, dilation, global_tokens, feature_map, k_proj, block_size, causal, …; see
     numpy_transformer.attention.variants). The variants are self-attention only; their
     `last_weights` is None, and attention dropout acts on full attention's weights only.
+    The choice is kept as `attend`, a strategy of numpy_transformer.attention.attend (full
+    attention, memory slots, or the variant, `variant`), which a strategy of one's own may
+    replace.
 
     `memory_slots` m > 0 makes it memory-augmented (numpy_transformer.attention.memory_slots): two
     more parameters, memory_k and memory_v (m, d_model), drawn from N(0, 1) (the scale of Z W_k
@@ -92,6 +71,7 @@ class MultiHeadAttention(Module):
             self.memory_v = parameter(rng.standard_normal((self.memory_slots, d_model)), dtype)
         self.last_weights = None
         self.weights_hook = None
+        self.attend = self.attend_strategy()
 
     def forward(self, query, key_value=None, mask=None, cache=None, bias=None):
         """Self-attention of `query` (key_value None) or its cross-attention on `key_value`.
@@ -118,48 +98,38 @@ class MultiHeadAttention(Module):
         ones included); the m slots are appended after them, every query allowed to see them
         with a zero bias, and they are never cached.
         """
-        Q = split_heads(self.W_q(query), self.n_heads)
-        if self.variant is not None:
-            if key_value is not None or bias is not None:
-                raise ValueError(f"MultiHeadAttention(attention={self.attention!r}) is self-attention only, "
-                                 f"without a bias; cross-attention and relative positions use attention='full'")
-            self.last_weights = None
-            return self.W_c(merge_heads(self.variant(Q, *self._keys_values(query), mask, cache)))
-        if key_value is None:
-            K, V = self._self_keys_values(query, cache)
-        else:
-            K, V = self._cross_keys_values(key_value, cache)
-        if self.memory_slots:
-            K, V, mask, bias = self._with_memory_slots(K, V, mask, bias)
-        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout=self._weights_used, bias=bias)
-        self.last_weights = weights.data
-        return self.W_c(merge_heads(heads))
+        Q = split_heads(self.W_q(query), self.n_heads)                  # (3), (4): Q^(h) = X W_{h,q}
+        K, V = self.keys_values(query, key_value, cache)                # (4): K^(h) = Z W_{h,k}, V^(h) = Z W_{h,v}
+        heads = self.attend(Q, K, V, mask, bias, cache)                 # (5): head_h = Attention(Q^(h), K^(h), V^(h))
+        return self.W_c(merge_heads(heads))                             # (7): Concat(head_1, …, head_H) W_c
 
-    def _weights_used(self, weights):
-        """The weights that multiply V: through `weights_hook` when one is set, then dropout."""
+    def keys_values(self, query, key_value, cache):
+        """K, V of eq. (4), (batch, heads, n_k, d_k) each, of Z = query (self-attention) or
+        Z = key_value (cross-attention), through the cache by the attend strategy's rule: a
+        self-attention's new keys and values join the past positions it keeps, a
+        cross-attention's are projected once per cache."""
+        if key_value is None:
+            return self.attend.keep(*self.project_keys_values(query), cache)
+        return self.attend.reuse(lambda: self.project_keys_values(key_value), cache)
+
+    def project_keys_values(self, z):
+        """Z W_k and Z W_v split per head, eqs. (3), (4): (batch, heads, n, d_k) each."""
+        return split_heads(self.W_k(z), self.n_heads), split_heads(self.W_v(z), self.n_heads)
+
+    def weights_used(self, weights):
+        """The weights of eq. (6), a Tensor (batch, heads, n_q, n_k), on their way to V (full
+        attention calls it): kept as `last_weights`, then through `weights_hook` when one is
+        set, then through dropout; returns the weights that multiply V."""
+        self.last_weights = weights.data
         if self.weights_hook is not None:
             weights = self.weights_hook(weights)
         return self.dropout(weights)
 
-    def _with_memory_slots(self, K, V, mask, bias):
-        """[K; M_k], [V; M_v] (batch, heads, n_k + m, d_k), the mask with m True columns and the
-        bias with m zero columns (numpy_transformer.attention.memory_slots)."""
-        n_keys = K.shape[-2]
-        K, V = append_memory_slots(K, V, split_heads(self.memory_k, self.n_heads),
-                                   split_heads(self.memory_v, self.n_heads))
-        return K, V, memory_mask(mask, n_keys, self.memory_slots), memory_bias(bias, n_keys, self.memory_slots)
-
-    def _keys_values(self, z):
-        """K, V of eq. (4) for every head: (batch, heads, n, d_k) each."""
-        return split_heads(self.W_k(z), self.n_heads), split_heads(self.W_v(z), self.n_heads)
-
-    def _self_keys_values(self, x, cache):
-        K, V = self._keys_values(x)
-        return (K, V) if cache is None else append_to_cache(cache, K, V)
-
-    def _cross_keys_values(self, memory, cache):
-        if cache is None:
-            return self._keys_values(memory)
-        if "k" not in cache:
-            cache["k"], cache["v"] = self._keys_values(memory)
-        return cache["k"], cache["v"]
+    def attend_strategy(self):
+        """How the heads attend (attend.py): the variant's, or full attention, over the memory
+        slots too when the layer has them."""
+        if self.variant is not None:
+            return VariantAttention(self.variant, self.attention)
+        if self.memory_slots:
+            return MemorySlotsAttention(self.weights_used, self.memory_k, self.memory_v, self.n_heads)
+        return FullAttention(self.weights_used)

@@ -35,7 +35,7 @@ import numpy as np
 from autograd import Tensor
 from autograd.checks import checked_integer, checked_number, is_integer
 from numpy_transformer.attention.blockwise import blockwise_attention
-from numpy_transformer.attention.cache import append_to_cache
+from numpy_transformer.attention.cache import KeyValueCache
 from numpy_transformer.attention.kernel_linear import (FEATURE_MAPS, RANDOM_FEATURE_MAPS, causal_linear_attention,
                                                 linear_attention, query_key_features, random_features)
 from numpy_transformer.attention.linformer import linformer_attention, linformer_projections
@@ -107,8 +107,10 @@ def options_for(kind, options, **model_options):
 
 
 def attention_variant(kind, d_k, n_heads, rng, dtype=np.float32, **options):
-    """The module that computes the heads of `kind` (None for "full", which MultiHeadAttention
-    computes itself). Its call is (Q, K, V, mask, cache) → heads (batch, heads, n, d_k)."""
+    """The module that computes the heads of `kind` (None for "full", which
+    numpy_transformer.attention.attend.FullAttention computes). Its call is
+    (Q, K, V, mask, cache) → heads (batch, heads, n, d_k), K and V this call's only: the module
+    keeps what it needs of past positions in `cache` itself."""
     options = attention_options(kind, options)
     if kind == "full":
         return None
@@ -141,9 +143,9 @@ class KeyValueCacheAttention(Module):
     def forward(self, Q, K, V, mask, cache):
         if cache is None:
             return self.attend(Q, K, V, mask)
-        start = cache["k"].shape[-2] if "k" in cache else 0
-        K, V = append_to_cache(cache, K, V)
-        allowed = self.allowed_rows(start, Q.shape[-2], K.shape[-2])
+        n_new = K.shape[-2]
+        K, V = KeyValueCache(cache).append(K, V)
+        allowed = self.allowed_rows(K.shape[-2] - n_new, n_new, K.shape[-2])
         if mask is not None:
             allowed = boolean_mask(mask) if allowed is None else allowed & boolean_mask(mask)
         return self.attend_rows(Q, K, V, allowed)
