@@ -1,7 +1,8 @@
 """One gradient check per primitive op, with broadcasting where the op broadcasts.
 
 `numpy-transformer gradcheck` prints this table; the tests run it and prove that every
-registered primitive (`Function.registry`) appears in at least one case's graph.
+registered primitive (`Function.registry`) appears in at least one case's graph. Ops with an
+engine-room form are checked in both forms: the default, and the plain one (`plain()`).
 """
 from dataclasses import dataclass
 from typing import Callable
@@ -67,6 +68,8 @@ CASES = [
     Case("relu", lambda a: F.relu(a), ((3, 4),)),
     Case("gelu", lambda a: F.gelu(a), ((3, 4),)),
     Case("gelu (tanh)", lambda a: F.gelu(a, approximate="tanh"), ((3, 4),)),
+    Case("gelu, plain form", plain()(F.gelu), ((3, 4),)),
+    Case("gelu (tanh), plain form", plain()(lambda a: F.gelu(a, approximate="tanh")), ((3, 4),)),
     Case("sigmoid", lambda a: F.sigmoid(a), ((3, 4),)),
     Case("leaky_relu", lambda a: F.leaky_relu(a, 0.2), ((3, 4),)),
     Case("elu", lambda a: F.elu(a), ((3, 4),)),
@@ -78,6 +81,8 @@ CASES = [
     Case("cross_entropy (plain)",
          lambda z: _plain(F.cross_entropy, z, _TARGETS, ignore_index=1, label_smoothing=0.1), ((4, 5),)),
     Case("dropout (training)", lambda a: F.dropout(a, 0.3, True, np.random.default_rng(0)), ((3, 4),)),
+    Case("dropout (training), plain form", plain()(lambda a: F.dropout(a, 0.3, True, np.random.default_rng(0))),
+         ((3, 4),)),
     Case("embedding (repeated ids)", lambda w: F.embedding(w, _IDS), ((5, 3),)),
     Case("embedding (plain)", lambda w: _plain(F.embedding, w, _IDS), ((5, 3),)),
     Case("checkpoint (with dropout)", lambda a, b: _checkpointed_dropout(a, b), ((3, 4), (4,))),

@@ -1,4 +1,5 @@
-"""Optimizers: SGD with momentum, Adam, the warm-up learning-rate schedule, gradient clipping.
+"""Optimizers: SGD with momentum, Adam, AdamW, the warm-up learning-rate schedule, gradient
+clipping.
 
     from autograd.optim import Adam, warmup_schedule, clip_grad_norm
     optimizer = Adam(model.named_parameters(), lr=warmup_schedule(d_model=512, warmup_steps=4000),
@@ -9,19 +10,25 @@
         clip_grad_norm(model.parameters(), max_norm=1.0)
         optimizer.step()
 
+Each optimizer's `_update` is its plain form: the update rule written as the formulas of its
+docstring. By default Adam and AdamW run the engine room's form instead
+(`autograd.engine_room.fused_adam`: the same arithmetic in place, a block at a time, and the
+parameters shared between `threads` threads), which gives the same numbers bit for bit; inside
+`with autograd.plain():` every optimizer runs `_update`, one parameter after another.
+
 Updates happen in place on `p.data` and keep its dtype: float32 parameters stay float32, and so
 do their moments. (Hyper-parameters are kept as Python floats on purpose: under NumPy 2 a
 `np.float64` scalar turns a float32 array into float64, a Python float does not.)
 """
 import math
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from autograd.blocks import BLOCK, blocks  # noqa: F401 (BLOCK: the block size the update uses)
 from autograd.checks import checked_integer
 from autograd.engine import Tensor
+from autograd.engine_room.fused_adam import SharedUpdates, adam_update_in_blocks
+from autograd.plain_mode import is_plain
 
 
 class Optimizer:
@@ -30,10 +37,10 @@ class Optimizer:
 
     `params`: Tensors, or (name, Tensor) pairs (names make checkpoint keys readable), or a dict
     name -> Tensor. `lr`: a positive float, or a schedule `t -> lr` called with the step count.
-    `threads`: how many threads share the parameters' updates (each parameter is updated by one
-    of them, whole; NumPy releases the interpreter lock inside its loops, so they run on separate
-    cores). The result does not depend on it.
-    Subclasses define `_initial_state(p)` and `_update(p, g, state, lr)`.
+    `threads`: how many threads share the parameters' updates (`SharedUpdates` of the engine
+    room; not inside `autograd.plain()`). The result does not depend on it.
+    Subclasses define `_initial_state(p)` and `_update(p, g, state, lr)`, the plain form, and may
+    define `_fused_update` with the same arguments, the engine room's form.
     """
 
     def __init__(self, params, lr, threads=1):
@@ -42,7 +49,7 @@ class Optimizer:
             lr = _positive("lr", lr)
         self.lr = lr
         self.threads = checked_integer("threads", threads, low=1)
-        self._pool = None
+        self._shared_updates = SharedUpdates(self.threads)
         self.step_count = 0
         self.state = {name: self._initial_state(p.data) for name, p in self.named_params}
 
@@ -51,6 +58,10 @@ class Optimizer:
 
     def _update(self, p, g, state, lr):
         raise NotImplementedError
+
+    def _fused_update(self, p, g, state, lr):
+        """The engine room's form of `_update`; an optimizer without one runs its plain form."""
+        self._update(p, g, state, lr)
 
     def _lr_at(self, step):
         return float(self.lr(step)) if callable(self.lr) else self.lr
@@ -76,15 +87,11 @@ class Optimizer:
             updates.append((p.data, p.grad, self.state[name]))
         self.step_count += 1
         lr = self._lr_at(self.step_count)
-        if self.threads == 1:
+        if is_plain():
             for p, g, state in updates:
                 self._update(p, g, state, lr)
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="optimizer")
-        shares = self._pool.map(lambda share: [self._update(p, g, state, lr) for p, g, state in share],
-                                balanced_shares(updates, self.threads))
-        list(shares)                                        # waits, and raises what a thread raised
+        else:
+            self._shared_updates.run(self._fused_update, updates, lr)
 
     def state_dict(self):
         """A flat dict of copies: {"step": t, "<name>.<key>": array or number}; it can be saved
@@ -137,8 +144,7 @@ class SGD(Optimizer):
             g = g + self.weight_decay * p
         if self.momentum:
             velocity = state["velocity"]
-            velocity *= self.momentum
-            velocity += g
+            velocity[...] = self.momentum * velocity + g
             g = velocity
         p -= lr * g
 
@@ -160,6 +166,7 @@ class Adam(Optimizer):
     The defaults are PyTorch's; "Attention Is All You Need" (Vaswani et al., 2017, §5.3) trains
     with betas=(0.9, 0.98), eps=1e-9 and the warm-up schedule below.
     """
+    decoupled = False          # True in AdamW: the decay is applied to p, not added to g
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, threads=1):
         if len(betas) != 2:
@@ -173,40 +180,45 @@ class Adam(Optimizer):
         return {"step": 0, "exp_avg": np.zeros_like(p), "exp_avg_sq": np.zeros_like(p)}
 
     def _update(self, p, g, state, lr):
+        if self.weight_decay:
+            g = g + self.weight_decay * p
+        self._adam_step(p, g, state, lr)
+
+    def _adam_step(self, p, g, state, lr):
+        """The moments and the step of the docstring, in place on p, m and v. lr m̂ / (√v̂ + ε) is
+        computed as (lr / (1 − β1ᵗ)) · m / (√v / √(1 − β2ᵗ) + ε), PyTorch's order of operations."""
         state["step"] += 1
-        t = state["step"]
-        step_size, root_correction = lr / (1 - self.beta1 ** t), math.sqrt(1 - self.beta2 ** t)
-        scratch = np.empty(0, p.dtype)
-        for p_, g_, m, v in blocks(p, g, state["exp_avg"], state["exp_avg_sq"]):
-            if scratch.size < p_.size:
-                scratch = np.empty(p_.size, p.dtype)                     # one buffer for every block
-            update = scratch[:p_.size].reshape(p_.shape)
-            if self.weight_decay:
-                g_ = g_ + self.weight_decay * p_
-            m *= self.beta1                                  # m ← β1 m + (1 − β1) g
-            np.multiply(g_, 1 - self.beta1, out=update)
-            m += update
-            v *= self.beta2                                  # v ← β2 v + (1 − β2) g²
-            np.square(g_, out=update)
-            update *= 1 - self.beta2
-            v += update
-            np.sqrt(v, out=update)                           # update ← lr m̂ / (√v̂ + ε)
-            update /= root_correction
-            update += self.eps
-            np.divide(m, update, out=update)
-            update *= step_size
-            p_ -= update
+        t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        m[...] = self.beta1 * m + (1 - self.beta1) * g
+        v[...] = self.beta2 * v + (1 - self.beta2) * g ** 2
+        lr_m_hat = lr / (1 - self.beta1 ** t)                           # lr m̂ = lr_m_hat · m
+        root_v_hat = np.sqrt(v) / math.sqrt(1 - self.beta2 ** t)        # √v̂
+        p -= m / (root_v_hat + self.eps) * lr_m_hat
+
+    def _fused_update(self, p, g, state, lr):
+        adam_update_in_blocks(p, g, state, lr, self.beta1, self.beta2, self.eps, self.weight_decay,
+                              self.decoupled)
 
 
-def balanced_shares(updates, n):
-    """`updates` (parameter, gradient, state) dealt into n lists of about equal total size: the
-    largest first, each to the lightest list so far."""
-    shares, sizes = [[] for _ in range(n)], [0] * n
-    for update in sorted(updates, key=lambda update: -update[0].size):
-        lightest = sizes.index(min(sizes))
-        shares[lightest].append(update)
-        sizes[lightest] += update[0].size
-    return shares
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019), as PyTorch's AdamW: the decay
+    shrinks the parameter directly and never enters the moments. At the parameter's t-th update:
+
+        p ← p − lr λ p                     decoupled weight decay
+        m, v, m̂, v̂ as Adam's, from g alone
+        p ← p − lr m̂ / (√v̂ + ε)
+
+    With Adam's L2 decay, λ p passes through m̂ / √v̂ and is rescaled per entry; here every
+    entry shrinks by the same factor 1 − lr λ. The defaults are PyTorch's (λ = 0.01).
+    """
+    decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, threads=1):
+        super().__init__(params, lr, betas, eps, weight_decay, threads)
+
+    def _update(self, p, g, state, lr):
+        p *= 1 - lr * self.weight_decay
+        self._adam_step(p, g, state, lr)
 
 
 def warmup_schedule(d_model, warmup_steps, factor=1.0):

@@ -1,11 +1,16 @@
 """ReLU, GELU (exact and tanh) and sigmoid: gradient checks, hand-computed values, stability
-for large |x|, dtypes, and a clear error for an unknown GELU form."""
+for large |x|, dtypes, and a clear error for an unknown GELU form. GELU has two forms, the plain
+one (`autograd.plain()`) and the engine room's (`autograd.engine_room.gelu_erf`, the default):
+both are checked, and checked against each other."""
+import contextlib
 import math
 
 import numpy as np
 import pytest
 from scipy.special import erf
 
+import autograd
+import autograd.engine_room.gelu_erf as gelu_erf
 import autograd.functional as F
 from autograd import Tensor, gradcheck
 
@@ -13,9 +18,18 @@ ACTIVATIONS = {
     "relu": F.relu,
     "gelu": F.gelu,
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu (plain)": autograd.plain()(F.gelu),
+    "gelu_tanh (plain)": autograd.plain()(lambda x: F.gelu(x, approximate="tanh")),
     "sigmoid": F.sigmoid,
 }
 SHAPES = [(7,), (3, 4), (2, 3, 4)]
+
+
+@pytest.fixture(params=["engine room", "plain"])
+def either_form(request):
+    """Runs the test once with the default (engine room) forms and once inside autograd.plain()."""
+    with autograd.plain() if request.param == "plain" else contextlib.nullcontext():
+        yield
 
 
 def leaf(shape, seed=0, scale=2.0, dtype=np.float64):
@@ -59,19 +73,44 @@ def test_huge_inputs_give_finite_values_and_gradients(name, dtype):
     assert np.all(np.isfinite(out.data)) and np.all(np.isfinite(x.grad))
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_the_engine_room_gelu_agrees_with_the_plain_form(approximate, dtype):
+    """Values and slopes of the default (engine room) GELU against the plain form on [−10, 10].
+    Both evaluate the same formulas with different roundings (float16: the engine room widens to
+    float32, the plain form only the erf): values within 2 ulps of max(|x|, 1), slopes (at most
+    1.13) within 6 ulps of 1. The exact form in float32 adds the rational erf's error, at most
+    4.5e-7 in erf, so 2.25e-7 in Φ = ½(1 + erf): 2.25e-7 |x| in the value x Φ(x) and 2.25e-7 in
+    the slope, which reads its Φ off the value."""
+    x = np.linspace(-10, 10, 200_001).astype(dtype)
+    forms = []
+    for context in (autograd.plain, lambda: contextlib.nullcontext()):
+        t = Tensor(x, requires_grad=True)
+        with context():
+            y = F.gelu(t, approximate=approximate)
+        y.backward(np.ones_like(x))
+        assert y.dtype == t.grad.dtype == dtype
+        forms.append((y.data.astype(np.float64), t.grad.astype(np.float64)))
+    (plain, plain_slope), (fast, fast_slope) = forms
+    eps, erf_error = np.finfo(dtype).eps, 2.25e-7 if (dtype == np.float32 and approximate == "none") else 0.0
+    wide = np.abs(x.astype(np.float64))
+    assert np.all(np.abs(fast - plain) <= erf_error * wide + 2 * eps * np.maximum(wide, 1))
+    assert np.all(np.abs(fast_slope - plain_slope) <= erf_error + 6 * eps)
+
+
 def test_relu_values_and_derivative():
     x = np.array([-2.0, -0.0, 0.0, 3.0])
     np.testing.assert_array_equal(F.relu(Tensor(x)).data, [0.0, 0.0, 0.0, 3.0])
     np.testing.assert_array_equal(derivative(F.relu, x), [0.0, 0.0, 0.0, 1.0])  # 0 at the kink, as PyTorch
 
 
-def test_gelu_exact_is_x_times_normal_cdf():
+def test_gelu_exact_is_x_times_normal_cdf(either_form):
     x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
     expected = [v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x]
     np.testing.assert_allclose(F.gelu(Tensor(x)).data, expected, rtol=1e-15)
 
 
-def test_gelu_exact_derivative_is_cdf_plus_x_times_density():
+def test_gelu_exact_derivative_is_cdf_plus_x_times_density(either_form):
     x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
     expected = [0.5 * (1 + math.erf(v / math.sqrt(2))) + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
                 for v in x]
@@ -79,6 +118,7 @@ def test_gelu_exact_derivative_is_cdf_plus_x_times_density():
 
 
 def test_float32_erf_is_within_its_bound_of_the_exact_erf_everywhere():
+    """The engine room's rational erf (re-exported as autograd.functional.erf_float32)."""
     x = np.linspace(-7, 7, 1_400_001, dtype=np.float32)
     approximation = F.erf_float32(x)
     assert approximation.dtype == np.float32
@@ -90,7 +130,8 @@ def test_float32_erf_is_within_its_bound_of_the_exact_erf_everywhere():
 
 
 def test_float32_gelu_and_its_slope_match_the_float64_formula():
-    """float32 uses erf_float32, float64 SciPy's erf: the two GELUs agree to float32's precision."""
+    """float32 uses erf_float32, float64 SciPy's erf: the two GELUs agree to float32's precision
+    (the default forms, from the engine room)."""
     x = np.linspace(-10, 10, 20_001)
     for form in ("none", "tanh"):
         exact, fast = (F.gelu(Tensor(x), approximate=form), F.gelu(Tensor(x.astype(np.float32)), approximate=form))
@@ -104,27 +145,24 @@ def test_float32_gelu_and_its_slope_match_the_float64_formula():
 def test_small_float32_arrays_take_scipy_s_erf_and_large_ones_the_rational_form(monkeypatch):
     """A decoding step's (1, 512) hidden layer goes to SciPy's erf, a training batch's to
     erf_float32; both agree with the float64 formula to float32's precision."""
-    import autograd.functional.activations as activations
-
     calls = []
-    rational = activations.erf_float32
-    monkeypatch.setattr(activations, "erf_float32", lambda z, out=None: calls.append(z.size) or rational(z, out=out))
-    for size in (512, activations.SMALL - 1, activations.SMALL, 64 * 512):
+    rational = gelu_erf.erf_float32
+    monkeypatch.setattr(gelu_erf, "erf_float32", lambda z, out=None: calls.append(z.size) or rational(z, out=out))
+    for size in (512, gelu_erf.SMALL - 1, gelu_erf.SMALL, 64 * 512):
         x = np.random.default_rng(size).uniform(-6, 6, size)
         fast = F.gelu(Tensor(x.astype(np.float32)))
         np.testing.assert_allclose(fast.data, F.gelu(Tensor(x)).data, rtol=0, atol=2e-6)
-    assert calls == [activations.SMALL, 64 * 512]
+    assert calls == [gelu_erf.SMALL, 64 * 512]
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_in_blocks_gives_the_values_and_gradients_of_one_pass(approximate):
-    """GELU runs a block at a time (autograd.blocks); its last block is no smaller than the
-    others, so every block takes the same erf, and the result is bit for bit that of one pass."""
-    import autograd.functional.activations as activations
-
+    """The engine room's GELU runs a block at a time (autograd.engine_room.blocks); its last
+    block is no smaller than the others, so every block takes the same erf, and the result is
+    bit for bit that of one pass."""
     x = np.random.default_rng(1).uniform(-6, 6, (3, 2 ** 16 + 77)).astype(np.float32)
     g = np.random.default_rng(2).standard_normal(x.shape).astype(np.float32)
-    value, slope = activations._GELU_FORMS[approximate]
+    value, slope = gelu_erf._GELU_FORMS[approximate]
     t = Tensor(x, requires_grad=True)
     y = F.gelu(t, approximate=approximate)
     y.backward(g)
@@ -133,18 +171,16 @@ def test_gelu_in_blocks_gives_the_values_and_gradients_of_one_pass(approximate):
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_gelu_s_backward_reads_the_cdf_off_its_output_exactly_at_zero_and_tiny_inputs(dtype, monkeypatch):
-    """The exact form's slope Φ(x) + x φ(x) takes Φ(x) = y / x from the forward's y = x Φ(x): no
-    erf in backward, ½ where |x| is below the smallest normal number, and float16's y (rounded to
-    11 bits) gives the slope to float16's precision."""
-    import autograd.functional.activations as activations
-
+    """The engine room's exact form: its slope Φ(x) + x φ(x) takes Φ(x) = y / x from the
+    forward's y = x Φ(x): no erf in backward, ½ where |x| is below the smallest normal number,
+    and float16's y (rounded to 11 bits) gives the slope to float16's precision."""
     tiny = np.finfo(dtype).tiny
     subnormal = tiny * np.array([0.3, -0.7, 0.011])                     # y = x/2 loses digits there
     x = np.concatenate([[0.0, -0.0], subnormal, [tiny, 2 * tiny, 1e-3], np.linspace(-8, 8, 2001)]).astype(dtype)
     t = Tensor(x, requires_grad=True)
     y = F.gelu(t)
-    monkeypatch.setattr(activations, "erf_float32", lambda *args, **kwargs: pytest.fail("erf in backward"))
-    monkeypatch.setattr(activations, "erf", lambda *args, **kwargs: pytest.fail("erf in backward"))
+    monkeypatch.setattr(gelu_erf, "erf_float32", lambda *args, **kwargs: pytest.fail("erf in backward"))
+    monkeypatch.setattr(gelu_erf, "erf", lambda *args, **kwargs: pytest.fail("erf in backward"))
     y.backward(np.ones_like(x))
     wide = x.astype(np.float64)
     expected = 0.5 * (1 + erf(wide / math.sqrt(2))) + wide * np.exp(-wide * wide / 2) / math.sqrt(2 * math.pi)
@@ -153,18 +189,18 @@ def test_gelu_s_backward_reads_the_cdf_off_its_output_exactly_at_zero_and_tiny_i
                                                                  np.float64: 1e-14}[dtype])
 
 
-def test_gelu_tanh_is_the_tanh_formula():
+def test_gelu_tanh_is_the_tanh_formula(either_form):
     x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
     expected = [0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))) for v in x]
     np.testing.assert_allclose(F.gelu(Tensor(x), approximate="tanh").data, expected, rtol=1e-15)
 
 
-def test_gelu_tanh_approximates_the_exact_gelu():
+def test_gelu_tanh_approximates_the_exact_gelu(either_form):
     x = Tensor(np.linspace(-6, 6, 101))
     np.testing.assert_allclose(F.gelu(x, approximate="tanh").data, F.gelu(x).data, atol=1e-3)
 
 
-def test_gelu_saturates_to_relu_for_large_inputs():
+def test_gelu_saturates_to_relu_for_large_inputs(either_form):
     x = np.array([-200.0, -60.0, 60.0, 200.0])
     for form in ("none", "tanh"):
         np.testing.assert_array_equal(F.gelu(Tensor(x), approximate=form).data, [-0.0, -0.0, 60.0, 200.0])

@@ -1,8 +1,8 @@
-"""autograd.blocks: elementwise work a cache-sized block at a time, the same values as in one go."""
+"""autograd.engine_room.blocks: elementwise work a cache-sized block at a time, the same values as in one go."""
 import numpy as np
 import pytest
 
-from autograd.blocks import BLOCK, blocks, in_blocks
+from autograd.engine_room.blocks import BLOCK, blocks, in_blocks
 
 
 @pytest.mark.parametrize("size", [7, BLOCK, BLOCK + 1, 2 * BLOCK + 100, 5 * BLOCK - 3])

@@ -1,11 +1,16 @@
-"""Optimizers, the warm-up schedule and gradient clipping (autograd/optim.py)."""
+"""Optimizers, the warm-up schedule and gradient clipping (autograd/optim.py), and the engine
+room's form of Adam's and AdamW's update (autograd/engine_room/fused_adam.py) against the plain one."""
+import contextlib
 import math
 
 import numpy as np
 import pytest
 
+import autograd
 from autograd import Tensor
-from autograd.optim import BLOCK, SGD, Adam, balanced_shares, clip_grad_norm, warmup_schedule
+from autograd.engine_room.blocks import BLOCK
+from autograd.engine_room.fused_adam import balanced_shares
+from autograd.optim import SGD, Adam, AdamW, clip_grad_norm, warmup_schedule
 
 
 def parameter(*shape, dtype=np.float64, seed=0):
@@ -17,11 +22,15 @@ def gradients(n, shape, seed=1):
     return [rng.standard_normal(shape) for _ in range(n)]
 
 
-def adam_reference(p, grads, lr, beta1, beta2, eps, weight_decay=0.0):
-    """Adam written out from the equations, one step per gradient; returns every iterate."""
+def adam_reference(p, grads, lr, beta1, beta2, eps, weight_decay=0.0, decoupled=False):
+    """Adam (AdamW if `decoupled`) written out from the equations, one step per gradient;
+    returns every iterate."""
     m, v, iterates = np.zeros_like(p), np.zeros_like(p), []
     for t, g in enumerate(grads, start=1):
-        g = g + weight_decay * p
+        if decoupled:
+            p = p - lr * weight_decay * p
+        else:
+            g = g + weight_decay * p
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g ** 2
         m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
@@ -58,7 +67,7 @@ def test_adam_first_three_steps_match_the_equations(weight_decay):
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 def test_adam_updates_a_parameter_larger_than_a_block_as_the_equations_say(layout):
-    """The update runs BLOCK entries at a time (autograd.optim.blocks): a parameter of 2.3
+    """The update runs BLOCK entries at a time (autograd.engine_room.blocks): a parameter of 2.3
     blocks, ending in a partial block, or a transposed view that is updated whole, follows the
     equations entry by entry, in place."""
     shape = (3 * BLOCK // 500 + 7, 500)
@@ -157,7 +166,8 @@ def test_step_does_not_modify_the_gradient():
     lambda ps: Adam(ps, lr=np.float64(1e-3), betas=(np.float64(0.9), np.float64(0.98)),
                     eps=np.float64(1e-9), weight_decay=np.float64(0.01)),
     lambda ps: Adam(ps, lr=lambda t: np.float64(1e-3) / t),
-], ids=["sgd", "adam", "adam-schedule"])
+    lambda ps: AdamW(ps, lr=np.float64(1e-3), weight_decay=np.float64(0.01)),
+], ids=["sgd", "adam", "adam-schedule", "adamw"])
 def test_float32_parameters_and_state_stay_float32(make):
     w = parameter(4, 3, dtype=np.float32)
     optimizer = make([w])
@@ -381,6 +391,8 @@ def test_failed_load_leaves_the_optimizer_unchanged():
     (lambda p: Adam(p, betas=(0.9, -0.1)), r"betas\[1\]"),
     (lambda p: Adam(p, eps=-1e-8), "eps"),
     (lambda p: Adam(p, weight_decay=-0.1), "weight_decay"),
+    (lambda p: AdamW(p, weight_decay=-0.1), "weight_decay"),
+    (lambda p: AdamW(p, betas=(0.9, 1.0)), r"betas\[1\]"),
     (lambda p: warmup_schedule(0, 4000), "d_model"),
     (lambda p: warmup_schedule(512, 0), "warmup_steps"),
     (lambda p: clip_grad_norm(p, max_norm=-1.0), "max_norm"),
@@ -417,26 +429,89 @@ def test_a_tensor_listed_twice_is_refused():
         SGD([w, w], lr=0.1)
 
 
-@pytest.mark.parametrize("make", [lambda p, threads: Adam(p, lr=0.01, weight_decay=0.1, threads=threads),
-                                  lambda p, threads: SGD(p, lr=0.1, momentum=0.9, threads=threads)])
-def test_threads_share_the_update_and_give_the_same_parameters_and_state(make):
-    """Ten parameters of different sizes (one of several blocks), one without a gradient at
-    some steps: three threads end where one thread ends, bit for bit."""
-    shapes = [(3,), (BLOCK + 5,), (7, 11), (2 * BLOCK,), (1,), (40, 30), (5,), (BLOCK,), (9, 9), (2,)]
-    runs = {}
-    for threads in (1, 3):
-        params = [(f"p{i}", parameter(*shape, seed=i)) for i, shape in enumerate(shapes)]
-        optimizer = make(params, threads)
-        for step in range(4):
-            for i, (_, p) in enumerate(params):
-                p.grad = None if (i == 4 and step % 2) else \
-                    np.random.default_rng(100 * step + i).standard_normal(p.shape)
+SHAPES = [(3,), (BLOCK + 5,), (7, 11), (2 * BLOCK,), (1,), (40, 30), (5,), (BLOCK,), (9, 9), (2,)]
+OPTIMIZERS = {
+    "adam": lambda p, threads: Adam(p, lr=0.01, weight_decay=0.1, threads=threads),
+    "adam, no decay": lambda p, threads: Adam(p, lr=0.01, betas=(0.8, 0.95), eps=1e-6, threads=threads),
+    "adamw": lambda p, threads: AdamW(p, lr=0.01, weight_decay=0.1, threads=threads),
+    "sgd": lambda p, threads: SGD(p, lr=0.1, momentum=0.9, threads=threads),
+}
+
+
+def train(make, threads, plain=False, dtype=np.float32, steps=4):
+    """`steps` steps of an optimizer on ten parameters of different sizes (one of several
+    blocks), one of which has no gradient at every other step: (parameters, state_dict)."""
+    params = [(f"p{i}", parameter(*shape, dtype=dtype, seed=i)) for i, shape in enumerate(SHAPES)]
+    optimizer = make(params, threads)
+    for step in range(steps):
+        for i, (_, p) in enumerate(params):
+            p.grad = None if (i == 4 and step % 2) else \
+                np.random.default_rng(100 * step + i).standard_normal(p.shape).astype(dtype)
+        with autograd.plain() if plain else contextlib.nullcontext():
             optimizer.step()
-        runs[threads] = [p.data for _, p in params], optimizer.state_dict()
-    (one, state_one), (three, state_three) = runs[1], runs[3]
-    assert all(np.array_equal(a, b) for a, b in zip(one, three))
-    assert state_one.keys() == state_three.keys()
-    assert all(np.array_equal(state_one[key], state_three[key]) for key in state_one)
+    return [p.data for _, p in params], optimizer.state_dict()
+
+
+def assert_bit_for_bit(run, other):
+    (params, state), (other_params, other_state) = run, other
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(params, other_params))
+    assert state.keys() == other_state.keys()
+    assert all(np.array_equal(state[key], other_state[key]) and np.asarray(state[key]).dtype ==
+               np.asarray(other_state[key]).dtype for key in state)
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads_share_the_update_and_give_the_same_parameters_and_state(name, threads):
+    """Several threads end where one thread ends, bit for bit."""
+    assert_bit_for_bit(train(OPTIMIZERS[name], 1), train(OPTIMIZERS[name], threads))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_the_engine_room_update_is_the_plain_update_bit_for_bit(name, dtype):
+    """The engine room's update (in place, in blocks, on two threads) makes the plain form's
+    operations in the plain form's order, entry by entry: the same parameters and moments, bit
+    for bit, in float32 and float64."""
+    assert_bit_for_bit(train(OPTIMIZERS[name], 1, plain=True, dtype=dtype),
+                       train(OPTIMIZERS[name], 2, dtype=dtype))
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_adamw_first_three_steps_match_the_equations(plain):
+    w = parameter(2, 3)
+    grads = gradients(3, (2, 3))
+    expected = adam_reference(w.data.copy(), grads, lr=0.05, beta1=0.8, beta2=0.95, eps=1e-6, weight_decay=0.1,
+                              decoupled=True)
+    optimizer = AdamW([w], lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)
+    for g, p_t in zip(grads, expected):
+        w.grad = g.copy()
+        with autograd.plain() if plain else contextlib.nullcontext():
+            optimizer.step()
+        np.testing.assert_allclose(w.data, p_t, rtol=1e-12, atol=1e-14)
+
+
+def test_adamw_decay_shrinks_every_entry_by_the_same_factor_and_skips_the_moments():
+    """With a zero gradient the moments stay 0 and the Adam step is 0: p ← p (1 − lr λ)."""
+    w = parameter(4)
+    start = w.data.copy()
+    optimizer = AdamW([("w", w)], lr=0.1, weight_decay=0.5)
+    w.grad = np.zeros(4)
+    optimizer.step()
+    np.testing.assert_allclose(w.data, start * (1 - 0.1 * 0.5), rtol=1e-15)
+    np.testing.assert_array_equal(optimizer.state["w"]["exp_avg_sq"], 0.0)
+
+
+def test_the_plain_update_runs_in_plain_mode_and_the_engine_room_update_otherwise(monkeypatch):
+    optimizer = Adam([("w", parameter(3))], threads=2)
+    calls = []
+    monkeypatch.setattr(optimizer, "_update", lambda *args: calls.append("plain"))
+    monkeypatch.setattr(optimizer, "_fused_update", lambda *args: calls.append("engine room"))
+    optimizer.named_params[0][1].grad = np.ones(3)
+    optimizer.step()
+    with autograd.plain():
+        optimizer.step()
+    assert calls == ["engine room", "plain"]
 
 
 def test_an_error_in_a_thread_is_raised_by_step(monkeypatch):
@@ -446,7 +521,7 @@ def test_an_error_in_a_thread_is_raised_by_step(monkeypatch):
         if p.size == 4:
             raise FloatingPointError("the update of b")
 
-    monkeypatch.setattr(optimizer, "_update", update)
+    monkeypatch.setattr(optimizer, "_fused_update", update)
     for _, p in optimizer.named_params:
         p.grad = np.ones(p.shape)
     with pytest.raises(FloatingPointError, match="the update of b"):

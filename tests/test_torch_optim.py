@@ -1,9 +1,12 @@
-"""SGD, Adam and the warm-up schedule against torch.optim: same start, same gradients, float64."""
+"""SGD, Adam, AdamW and the warm-up schedule against torch.optim: same start, same gradients, float64."""
+import contextlib
+
 import numpy as np
 import pytest
 
+import autograd
 from autograd import Tensor
-from autograd.optim import SGD, Adam, warmup_schedule
+from autograd.optim import SGD, Adam, AdamW, warmup_schedule
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -69,3 +72,16 @@ def test_adam_with_warmup_matches_torch_lambda_lr():
 
     assert_same(*run_both(lambda ps: Adam(ps, lr=schedule, betas=(0.9, 0.98), eps=1e-9), make_theirs,
                           steps=8))
+
+
+@pytest.mark.parametrize("plain", [False, True])
+@pytest.mark.parametrize("weight_decay", [0.01, 0.1])
+def test_adamw_matches_torch(weight_decay, plain):
+    """AdamW, the engine room's form and the plain form, against torch.optim.AdamW, a parameter
+    without a gradient at some steps included."""
+    skip = {(2, 1), (4, 0)}
+    with autograd.plain() if plain else contextlib.nullcontext():
+        assert_same(*run_both(
+            lambda ps: AdamW(ps, lr=0.01, betas=(0.9, 0.98), eps=1e-9, weight_decay=weight_decay),
+            lambda qs: (torch.optim.AdamW(qs, lr=0.01, betas=(0.9, 0.98), eps=1e-9, weight_decay=weight_decay),
+                        None), skip=skip))

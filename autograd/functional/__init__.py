@@ -8,7 +8,8 @@ autograd/engine_room; inside `autograd.plain()` they run the plain forms.
 from autograd.functional.softmax import (softmax, log_softmax, softmax_composite, log_softmax_composite,
                                          softmax_jacobian)
 from autograd.functional.segment_softmax import segment_softmax, segment_softmax_composite
-from autograd.functional.activations import relu, gelu, sigmoid, leaky_relu, elu, erf_float32
+from autograd.functional.activations import relu, gelu, sigmoid, leaky_relu, elu
+from autograd.engine_room.gelu_erf import erf_float32
 from autograd.functional.linear import linear, linear_composite
 from autograd.functional.layer_norm import layer_norm, layer_norm_composite
 from autograd.functional.losses import cross_entropy

@@ -1,11 +1,14 @@
 """Elementwise work on large arrays, a cache-sized block at a time.
 
+Replaces: the same elementwise passes made over the whole array at once (plain NumPy, as in
+`autograd.optim.Adam._adam_step` and `autograd.functional.activations.GELU`). The values are
+the same bit for bit, each entry's arithmetic being unchanged (tests/test_blocks.py).
+
 A chain of elementwise passes (an optimizer's update, GELU's erf and its slope) made over the
 whole of a large array reads and writes main memory at every pass, and its temporaries are as
 large as the array. Made block by block, a block's arrays and temporaries stay in the core's
-cache from the first pass to the last, and the temporaries are a block's size: the thesis model's
-Adam update takes 30 ms instead of 43; GELU's two layers in a gpt-default step on two threads
-5.2 ms instead of 6.1, with a peak 2–4 MB lower (docs/performance.md).
+cache from the first pass to the last, and the temporaries are a block's size (what that saves
+is measured in docs/performance.md).
 """
 import numpy as np
 
