@@ -253,11 +253,23 @@ def model_config(model_fields, vocab_sizes, pad_id, max_len, task="translation")
 
 
 def check_fits_in_memory(config):
-    """A ValueError when the weights, their gradients and Adam's two moments (four arrays of the
-    parameters' size) alone would take more than this machine's memory."""
-    needed = 4 * analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
+    """A ValueError when `memory_needed(config)` is more than this machine's memory."""
+    needed, memory = memory_needed(config), machine_memory()
     if memory and needed > memory:
         raise ValueError(f"the model would need {needed / 2**30:,.1f} GiB for its weights, gradients and Adam's "
                          f"moments, more than this machine's {memory / 2**30:,.1f} GiB: choose a smaller --d-model, "
                          f"--d-ff or number of layers")
+
+
+def memory_needed(config):
+    """The bytes a model of `config` takes before its first batch: four arrays of the parameters'
+    size (the weights, their gradients and Adam's two moments; when a checkpoint is loaded, the
+    weights, the archive's copy of them and Adam's two moments), and the sinusoidal table
+    P (max_len, d_model) of each stack, built in float64 (numpy_transformer.positional)."""
+    parameters = 4 * analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
+    return parameters + 2 * config.max_len * config.d_model * np.dtype(np.float64).itemsize
+
+
+def machine_memory():
+    """This machine's physical memory in bytes, or None where the system does not say."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
