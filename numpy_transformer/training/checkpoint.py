@@ -33,7 +33,8 @@ from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 from numpy_transformer.training.bounded_archive import read_npz
-from numpy_transformer.training.settings import MODELS, DataConfig, TrainingConfig, machine_memory, memory_needed
+from numpy_transformer.memory_budget import check_fits, model_memory
+from numpy_transformer.training.settings import MODELS, DataConfig, TrainingConfig
 
 ARCHIVE = "checkpoint.npz"
 CONFIG_FILES = {"model": "model.json", "training": "training.json", "data": "data.json"}
@@ -104,7 +105,7 @@ def load_checkpoint(directory):
     """Read and check the checkpoint in `directory` (a `Checkpoint`), or raise CheckpointError.
 
     Nothing is allocated before it is bounded: the model of model.json must fit in this
-    machine's memory (the estimate `train` makes, `memory_needed`) before it is built, and every
+    machine's memory (the estimate `train` makes, `model_memory`) before it is built, and every
     member of checkpoint.npz must have the shape the model expects (`bounded_archive`) before
     its data is read."""
     directory = Path(directory)
@@ -126,11 +127,11 @@ def load_checkpoint(directory):
 
 
 def _check_fits_in_memory(path, config):
-    needed, memory = memory_needed(config), machine_memory()
-    if memory and needed > memory:
-        raise CheckpointError(f"{path}: the model it describes would need {needed / 2**30:,.1f} GiB, more than this "
-                              f"machine's {memory / 2**30:,.1f} GiB: the file is damaged or comes from a larger "
-                              f"machine; restore a copy, or load it where it fits")
+    try:
+        check_fits(model_memory(config), f"{path}: the model it describes", "the file is damaged or comes from a "
+                   "larger machine; restore a copy, or load it where it fits")
+    except ValueError as error:
+        raise CheckpointError(str(error)) from None
 
 
 def _check_finite(path, weights):
