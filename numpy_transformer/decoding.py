@@ -47,7 +47,7 @@ from numpy_transformer.masks import causal_mask
 from numpy_transformer.memory_budget import check_fits, decoding_memory
 
 __all__ = ["greedy_decode", "beam_search", "beam_search_n_best", "Hypothesis", "IncrementalDecoder", "inference_mode",
-           "checked_scores", "length_normalizer", "max_output_length", "sequence_log_prob"]
+           "checked_scores", "scoring_mode", "length_normalizer", "max_output_length", "sequence_log_prob"]
 
 EXTRA_OUTPUT_TOKENS = 50
 
@@ -158,6 +158,14 @@ def checked_scores(scores, what):
 
 
 @contextlib.contextmanager
+def scoring_mode(model):
+    """`inference_mode`, with NumPy's overflow warnings off: the decoders and the sampler check
+    the scores themselves (`checked_scores`) and stop with one line naming the cause."""
+    with inference_mode(model), np.errstate(over="ignore", invalid="ignore"):
+        yield
+
+
+@contextlib.contextmanager
 def inference_mode(model):
     """no_grad() and eval mode (no dropout) for the duration; the model's mode is restored."""
     was_training = model.training
@@ -185,7 +193,7 @@ def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):
     tokens = np.full((batch, limits.max()), pad_id)
     finished = np.zeros(batch, dtype=bool)
     last = np.full(batch, sos_id)
-    with inference_mode(model):
+    with scoring_mode(model):
         decoder = IncrementalDecoder(model, src_ids, use_cache)
         for t in range(limits.max()):
             best = decoder.log_probs(last).argmax(axis=-1)                   # (batch,)
@@ -236,7 +244,7 @@ def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penal
     _check_fits(model.config, src_ids, limits, beam_size)
     search = _BeamSearch(len(src_ids), beam_size, limits, eos_id, model.config.pad_id, length_penalty,
                          early_stopping)
-    with inference_mode(model):
+    with scoring_mode(model):
         decoder = IncrementalDecoder(model, src_ids, use_cache, copies=beam_size)
         last = np.full(len(src_ids) * beam_size, sos_id)
         for t in range(limits.max()):
@@ -373,7 +381,7 @@ def sequence_log_prob(model, src_ids, targets, sos_id):
         row[:len(y)] = y
     inputs = np.concatenate([np.full((len(targets), 1), sos_id), outputs[:, :-1]], axis=1)
     real = np.arange(n) < np.array([len(y) for y in targets])[:, None]       # (batch, n)
-    with inference_mode(model):
+    with scoring_mode(model):
         src_mask = model.source_mask(src_ids)
         y = model.decode(model.encode(src_ids, src_mask), src_mask, inputs, causal_mask(n))
         log_p = checked_scores(F.log_softmax(model.project(y), axis=-1).data, "log-probabilities").astype(np.float64)

@@ -11,6 +11,12 @@ import numpy as np
 
 from numpy_transformer.model import analytic_parameter_count
 
+# the Python objects of one parameter array, whatever its size: the Tensor and the NumPy array
+# headers of the weight, its gradient and Adam's moments, and their entries in the module's,
+# the optimizer's and the archive's dicts (the weights of a model with very many thin layers
+# take less than these)
+ARRAY_OVERHEAD = 1024
+
 
 def machine_memory():
     """This machine's physical memory in bytes, or None where the system does not say."""
@@ -20,10 +26,14 @@ def machine_memory():
 def model_memory(config):
     """The bytes a model of `config` takes before its first batch: four arrays of the parameters'
     size (the weights, their gradients and Adam's two moments; when a checkpoint is loaded, the
-    weights, the archive's copy of them and Adam's two moments), and the sinusoidal table
-    P (max_len, d_model) of each stack, built in float64 (numpy_transformer.positional)."""
+    weights, the archive's copy of them and Adam's two moments), the Python objects around every
+    parameter array (`ARRAY_OVERHEAD` each: 16 arrays per block, 10 more per cross-attention),
+    and the sinusoidal table P (max_len, d_model) of each stack, built in float64
+    (numpy_transformer.positional)."""
     parameters = 4 * analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
-    return parameters + 2 * config.max_len * config.d_model * np.dtype(np.float64).itemsize
+    n_cross = config.n_decoder_layers if config.kind == "encoder-decoder" else 0
+    arrays = 16 * (config.n_encoder_layers + config.n_decoder_layers) + 10 * n_cross
+    return parameters + arrays * ARRAY_OVERHEAD + 2 * config.max_len * config.d_model * np.dtype(np.float64).itemsize
 
 
 def decoding_memory(config, rows, source_length, output_length):

@@ -202,9 +202,10 @@ def _read_archive(path, parameters):
     weights = {key.removeprefix("model/"): value for key, value in arrays.items() if key.startswith("model/")}
     missing = [name for name in parameters if name not in weights]
     if missing:
-        raise CheckpointError(f"{path}: the weights of {len(missing)} parameters of the model in model.json are "
-                              f"missing ({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}): "
-                              f"the files come from different runs; restore a whole run folder")
+        raise CheckpointError(f"{path}: the weights do not fit the configuration in {path.parent / CONFIG_FILES['model']}: "
+                              f"{len(missing)} of its parameters are missing ({', '.join(missing[:3])}"
+                              f"{', …' if len(missing) > 3 else ''}): the files come from different runs; "
+                              f"restore a whole run folder")
     optimizer_state = {key.removeprefix("optimizer/"): value for key, value in arrays.items()
                        if key.startswith("optimizer/")}
     if not isinstance(state, dict) or "step" not in state:
