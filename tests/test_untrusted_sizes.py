@@ -107,8 +107,9 @@ def test_a_member_that_unpacks_past_its_declared_size_is_refused_without_unpacki
                    npy_member({"descr": "<f4", "fortran_order": False, "shape": shape}, data), zipfile.ZIP_DEFLATED)
     tracemalloc.start()
     try:
-        with pytest.raises(CheckpointError, match=r"member 'model/encoder\.embedding\.weight\.npy': its header declares "
-                                                  r"[\d,]+ bytes of data .* but the archive says it unpacks to"):
+        with pytest.raises(CheckpointError, match=r"member 'model/encoder\.embedding\.weight\.npy': its header "
+                                                  r"declares [\d,]+ bytes of data .* but the archive says it "
+                                                  r"unpacks to"):
             load_checkpoint(directory)
         assert tracemalloc.get_traced_memory()[1] < 16 * 2**20
     finally:

@@ -28,7 +28,8 @@ def read_npz(path, check):
     """{key: array} of the .npz archive at `path` (key: the member's name without ".npy").
 
     check(key, shape, dtype): raises an exception when the member `key` must not be read (one
-    that is not a ValueError passes through unchanged); called before any of its data is. Members are read one at a time, in archive order."""
+    that is not a ValueError passes through unchanged); called before any of its data is.
+    Members are read one at a time, in archive order."""
     arrays = {}
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():

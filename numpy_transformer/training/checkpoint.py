@@ -119,7 +119,8 @@ def load_checkpoint(directory):
     except TypeError as error:                  # a model.json of another kind than the task's
         raise CheckpointError(f"{directory / CONFIG_FILES['model']} does not describe a model of the task "
                               f"{configs['data'].task!r} of {directory / CONFIG_FILES['data']}: {error}") from None
-    weights, optimizer_state, state = _read_archive(directory / ARCHIVE, {name: p.shape for name, p in model.named_parameters()})
+    shapes = {name: parameter.shape for name, parameter in model.named_parameters()}
+    weights, optimizer_state, state = _read_archive(directory / ARCHIVE, shapes)
     _check_finite(directory / ARCHIVE, weights)
     model.load_state_dict(weights)
     return Checkpoint(directory, configs["model"], configs["training"], configs["data"], tokenizers, model,
@@ -202,10 +203,8 @@ def _read_archive(path, parameters):
     weights = {key.removeprefix("model/"): value for key, value in arrays.items() if key.startswith("model/")}
     missing = [name for name in parameters if name not in weights]
     if missing:
-        raise CheckpointError(f"{path}: the weights do not fit the configuration in {path.parent / CONFIG_FILES['model']}: "
-                              f"{len(missing)} of its parameters are missing ({', '.join(missing[:3])}"
-                              f"{', …' if len(missing) > 3 else ''}): the files come from different runs; "
-                              f"restore a whole run folder")
+        raise _not_fitting(path, f"{len(missing)} of its parameters are missing ({', '.join(missing[:3])}"
+                                 f"{', …' if len(missing) > 3 else ''})")
     optimizer_state = {key.removeprefix("optimizer/"): value for key, value in arrays.items()
                        if key.startswith("optimizer/")}
     if not isinstance(state, dict) or "step" not in state:
@@ -230,6 +229,10 @@ def _check_member(path, parameters, key, shape, dtype):
         expected, kinds = set(), ""
     if shape not in expected or dtype.kind not in kinds:
         wanted = f"expects {' or '.join(map(str, sorted(expected)))}" if expected else "has no such entry"
-        raise CheckpointError(f"{path}: the weights do not fit the configuration in {path.parent / CONFIG_FILES['model']}: "
-                              f"member {key!r} declares {dtype} {shape}, the model {wanted}: the files come from "
-                              f"different runs; restore a whole run folder")
+        raise _not_fitting(path, f"member {key!r} declares {dtype} {shape}, the model {wanted}")
+
+
+def _not_fitting(path, detail):
+    model_json = path.parent / CONFIG_FILES["model"]
+    return CheckpointError(f"{path}: the weights do not fit the configuration in {model_json}: "
+                           f"{detail}: the files come from different runs; restore a whole run folder")
