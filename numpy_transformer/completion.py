@@ -12,7 +12,7 @@ P(x_i | x_≠i) over the vocabulary (its special tokens left out of the ranking)
 import numpy as np
 
 from autograd.checks import checked_integer
-from numpy_transformer.decoding import inference_mode
+from numpy_transformer.decoding import checked_scores, scoring_mode
 from numpy_transformer.sampling import generate
 
 
@@ -64,8 +64,8 @@ def fill_mask(model, tokenizer, text, top_k=5):
     if ids.shape[1] > model.config.max_len:
         raise ValueError(f"the text is {ids.shape[1]} tokens long ([CLS] and [SEP] included), and this model reads "
                          f"at most {model.config.max_len}: shorten it")
-    with inference_mode(model):
-        logits = model(ids).data[0, masked].astype(np.float64)                  # (masks, vocab_size)
+    with scoring_mode(model):
+        logits = checked_scores(model(ids).data[0, masked], "logits").astype(np.float64)   # (masks, vocab_size)
     p = np.exp(logits - logits.max(axis=-1, keepdims=True))
     p /= p.sum(axis=-1, keepdims=True)
     ranked = np.argsort(-p, axis=-1, kind="stable")

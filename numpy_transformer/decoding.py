@@ -44,9 +44,10 @@ import autograd.functional as F
 from autograd import Tensor, no_grad
 from autograd.checks import checked_integer, checked_number, checked_token_ids
 from numpy_transformer.masks import causal_mask
+from numpy_transformer.memory_budget import check_fits, decoding_memory
 
 __all__ = ["greedy_decode", "beam_search", "beam_search_n_best", "Hypothesis", "IncrementalDecoder", "inference_mode",
-           "length_normalizer", "max_output_length", "sequence_log_prob"]
+           "checked_scores", "scoring_mode", "length_normalizer", "max_output_length", "sequence_log_prob"]
 
 EXTRA_OUTPUT_TOKENS = 50
 
@@ -116,7 +117,7 @@ class IncrementalDecoder:
             y = self.model.decode(self.memory, self.src_mask, self.prefix, causal_mask(start + 1))[:, -1:]
         else:
             y = self.model.decode(self.memory, self.src_mask, self.prefix[:, -1:], None, self.cache, start)
-        log_p = F.log_softmax(self.model.project(y[:, 0]), axis=-1).data
+        log_p = checked_scores(F.log_softmax(self.model.project(y[:, 0]), axis=-1).data, "log-probabilities")
         log_p[:, self.model.config.pad_id] = -np.inf
         return log_p
 
@@ -146,6 +147,24 @@ def _select_cached_rows(cache, rows):
             cache[key] = Tensor(value.data[rows])
 
 
+def checked_scores(scores, what):
+    """`scores` (the logits or log-probabilities of a decoding step), or a ValueError when some
+    are NaN or +∞: the model's arithmetic overflowed (weights of 3e38 make Y·P infinite, and
+    softmax of ∞ − ∞ is NaN), and no token can be chosen from them."""
+    if np.isnan(scores).any() or np.isposinf(scores).any():
+        raise ValueError(f"the model's {what} are not finite (NaN or +inf): its weights are so large that its "
+                         f"arithmetic overflows, or damaged; restore a copy of them, or train again")
+    return scores
+
+
+@contextlib.contextmanager
+def scoring_mode(model):
+    """`inference_mode`, with NumPy's overflow warnings off: the decoders and the sampler check
+    the scores themselves (`checked_scores`) and stop with one line naming the cause."""
+    with inference_mode(model), np.errstate(over="ignore", invalid="ignore"):
+        yield
+
+
 @contextlib.contextmanager
 def inference_mode(model):
     """no_grad() and eval mode (no dropout) for the duration; the model's mode is restored."""
@@ -169,11 +188,12 @@ def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):
     the whole prefix at every step (same tokens, slower).
     """
     src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
+    _check_fits(model.config, src_ids, limits, beam_size=1)
     batch, pad_id = len(src_ids), model.config.pad_id
     tokens = np.full((batch, limits.max()), pad_id)
     finished = np.zeros(batch, dtype=bool)
     last = np.full(batch, sos_id)
-    with inference_mode(model):
+    with scoring_mode(model):
         decoder = IncrementalDecoder(model, src_ids, use_cache)
         for t in range(limits.max()):
             best = decoder.log_probs(last).argmax(axis=-1)                   # (batch,)
@@ -221,9 +241,10 @@ def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penal
     length_penalty = checked_number("length_penalty α of lp(y) = |y|^α", length_penalty, low=0)
     if not isinstance(early_stopping, bool):
         raise ValueError(f"early_stopping must be True or False, got {early_stopping!r}")
+    _check_fits(model.config, src_ids, limits, beam_size)
     search = _BeamSearch(len(src_ids), beam_size, limits, eos_id, model.config.pad_id, length_penalty,
                          early_stopping)
-    with inference_mode(model):
+    with scoring_mode(model):
         decoder = IncrementalDecoder(model, src_ids, use_cache, copies=beam_size)
         last = np.full(len(src_ids) * beam_size, sos_id)
         for t in range(limits.max()):
@@ -360,10 +381,10 @@ def sequence_log_prob(model, src_ids, targets, sos_id):
         row[:len(y)] = y
     inputs = np.concatenate([np.full((len(targets), 1), sos_id), outputs[:, :-1]], axis=1)
     real = np.arange(n) < np.array([len(y) for y in targets])[:, None]       # (batch, n)
-    with inference_mode(model):
+    with scoring_mode(model):
         src_mask = model.source_mask(src_ids)
         y = model.decode(model.encode(src_ids, src_mask), src_mask, inputs, causal_mask(n))
-        log_p = F.log_softmax(model.project(y), axis=-1).data.astype(np.float64)   # (batch, n, V)
+        log_p = checked_scores(F.log_softmax(model.project(y), axis=-1).data, "log-probabilities").astype(np.float64)
     return np.where(real, np.take_along_axis(log_p, outputs[..., None], axis=-1)[..., 0], 0.0).sum(axis=1)
 
 
@@ -371,6 +392,14 @@ def _without_eos(tokens, eos_id):
     """The tokens before the first EOS, as a list of ints."""
     tokens = [int(token) for token in tokens]
     return tokens[:tokens.index(eos_id)] if eos_id in tokens else tokens
+
+
+def _check_fits(config, src_ids, limits, beam_size):
+    """A ValueError, before anything is allocated, when decoding src_ids (batch, n_src) with
+    `beam_size` beams up to `limits` tokens would not fit in this machine's memory."""
+    check_fits(decoding_memory(config, len(src_ids) * beam_size, src_ids.shape[1], int(limits.max())),
+               f"decoding {len(src_ids)} sentences with {beam_size} beams each",
+               "choose a smaller --beam (4 is the usual size)")
 
 
 def _checked_inputs(model, src_ids, sos_id, eos_id, max_len):

@@ -11,14 +11,22 @@ most probable tokens whose mass reaches p (top-p, Holtzman et al. 2020), renorma
 import numpy as np
 
 from autograd.checks import checked_integer, checked_number, checked_token_ids
-from numpy_transformer.decoding import inference_mode
+from numpy_transformer.decoding import checked_scores, scoring_mode
 
 
 def next_token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     """The sampling distribution (batch, V) of the next token from logits (batch, V), float64:
-    softmax(z / T), then only the top_k most probable tokens and the top_p nucleus kept."""
+    softmax(z / T), then only the top_k most probable tokens and the top_p nucleus kept.
+
+    A temperature so small that z / T overflows takes the limit T → 0 exactly: softmax of
+    (z − max z) / T, where every entry is ≤ 0 and the overflow becomes exp(−∞) = 0 everywhere
+    but at the largest logits, which share the mass (greedy decoding, ties split evenly)."""
     temperature = checked_number("temperature", temperature, low=0, low_open=True)
-    z = np.asarray(logits, dtype=np.float64) / temperature
+    logits = np.asarray(logits, dtype=np.float64)
+    with np.errstate(over="ignore"):                 # an overflow to ±inf is the limit taken below
+        z = logits / temperature
+        if np.isinf(z[np.isfinite(logits)]).any():
+            z = (logits - logits.max(axis=-1, keepdims=True)) / temperature
     if top_k is not None:
         top_k = checked_integer("top_k", top_k, low=1)
         kth = -np.sort(-z, axis=-1)[:, min(top_k, z.shape[-1]) - 1:min(top_k, z.shape[-1])]
@@ -55,10 +63,10 @@ def generate(model, prompt_ids, max_new_tokens, rng, temperature=1.0, top_k=None
     max_new_tokens = checked_integer("max_new_tokens", max_new_tokens, low=0,
                                      high=model.config.max_len - ids.shape[1])
     sequences, done, cache = ids.copy(), np.zeros(len(ids), dtype=bool), {} if use_cache else None
-    with inference_mode(model):
+    with scoring_mode(model):
         step_input, start = sequences, 0
         for _ in range(max_new_tokens):
-            logits = model(step_input, cache, start).data[:, -1].copy()
+            logits = checked_scores(model(step_input, cache, start).data[:, -1].copy(), "logits")
             if model.config.pad_id is not None:
                 logits[:, model.config.pad_id] = -np.inf                       # padding is never generated
             token = sample_next(logits, rng, temperature, top_k, top_p)

@@ -21,20 +21,25 @@ bad JSON, weights that do not fit the configuration) into one `CheckpointError` 
 says what is wrong and where.
 """
 import dataclasses
+import functools
 import json
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
-from numpy_transformer.training.settings import MODELS, DataConfig, TrainingConfig
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
+from numpy_transformer.training.bounded_archive import read_npz
+from numpy_transformer.memory_budget import check_fits, model_memory
+from numpy_transformer.training.settings import MODELS, DataConfig, TrainingConfig
 
 ARCHIVE = "checkpoint.npz"
 CONFIG_FILES = {"model": "model.json", "training": "training.json", "data": "data.json"}
 CONFIG_CLASSES = {"training": TrainingConfig, "data": DataConfig, "model": TransformerConfig}
+MAX_STATE_BYTES = 2**24         # the loop's position as JSON: random states, a few counters and losses
 
 
 class CheckpointError(Exception):
@@ -97,26 +102,37 @@ def save_checkpoint(directory, model, optimizer, state, configs, tokenizers):
 
 
 def load_checkpoint(directory):
-    """Read and check the checkpoint in `directory` (a `Checkpoint`), or raise CheckpointError."""
+    """Read and check the checkpoint in `directory` (a `Checkpoint`), or raise CheckpointError.
+
+    Nothing is allocated before it is bounded: the model of model.json must fit in this
+    machine's memory (the estimate `train` makes, `model_memory`) before it is built, and every
+    member of checkpoint.npz must have the shape the model expects (`bounded_archive`) before
+    its data is read."""
     directory = Path(directory)
     _check_complete(directory)
     configs = {kind: _read_config(directory, kind, config_class) for kind, config_class in CONFIG_CLASSES.items()}
     tokenizers = tuple(_read_tokenizer(directory, language) for language in configs["data"].languages)
     _check_vocabularies(directory, configs["model"], tokenizers)
-    weights, optimizer_state, state = _read_archive(directory / ARCHIVE)
-    _check_finite(directory / ARCHIVE, weights)
+    _check_fits_in_memory(directory / CONFIG_FILES["model"], configs["model"])
     try:
         model = MODELS[configs["data"].task][1](configs["model"], np.random.default_rng(configs["training"].seed))
     except TypeError as error:                  # a model.json of another kind than the task's
         raise CheckpointError(f"{directory / CONFIG_FILES['model']} does not describe a model of the task "
                               f"{configs['data'].task!r} of {directory / CONFIG_FILES['data']}: {error}") from None
-    try:
-        model.load_state_dict(weights)
-    except ValueError as error:
-        raise CheckpointError(f"{directory / ARCHIVE}: the weights do not fit the configuration in "
-                              f"{directory / CONFIG_FILES['model']}:\n{error}") from None
+    shapes = {name: parameter.shape for name, parameter in model.named_parameters()}
+    weights, optimizer_state, state = _read_archive(directory / ARCHIVE, shapes)
+    _check_finite(directory / ARCHIVE, weights)
+    model.load_state_dict(weights)
     return Checkpoint(directory, configs["model"], configs["training"], configs["data"], tokenizers, model,
                       optimizer_state, state)
+
+
+def _check_fits_in_memory(path, config):
+    try:
+        check_fits(model_memory(config), f"{path}: the model it describes", "the file is damaged or comes from a "
+                   "larger machine; restore a copy, or load it where it fits")
+    except ValueError as error:
+        raise CheckpointError(str(error)) from None
 
 
 def _check_finite(path, weights):
@@ -171,20 +187,52 @@ def _check_vocabularies(directory, config, tokenizers):
                               f"differ from pad_id={config.pad_id} in {CONFIG_FILES['model']}")
 
 
-def _read_archive(path):
-    """(weights, optimizer state, loop state) from checkpoint.npz, or CheckpointError."""
+def _read_archive(path, parameters):
+    """(weights, optimizer state, loop state) from checkpoint.npz, or CheckpointError.
+
+    parameters: the model's parameter shapes, {name: shape}: every "model/<name>" member must have
+    the shape of <name>, and so must every optimizer member of a parameter (or be a number)."""
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
+        arrays = read_npz(path, functools.partial(_check_member, path, parameters))
         state = json.loads(str(arrays.pop("state")))
     except KeyError:
         raise CheckpointError(f"{path} has no 'state' entry: it was not written by numpy-transformer") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
         raise CheckpointError(f"{path} is damaged and cannot be read ({type(error).__name__}: {error}); "
                               f"train again, or restore a copy") from None
     weights = {key.removeprefix("model/"): value for key, value in arrays.items() if key.startswith("model/")}
+    missing = [name for name in parameters if name not in weights]
+    if missing:
+        raise _not_fitting(path, f"{len(missing)} of its parameters are missing ({', '.join(missing[:3])}"
+                                 f"{', …' if len(missing) > 3 else ''})")
     optimizer_state = {key.removeprefix("optimizer/"): value for key, value in arrays.items()
                        if key.startswith("optimizer/")}
     if not isinstance(state, dict) or "step" not in state:
         raise CheckpointError(f"{path}: the 'state' entry is not a training state (no 'step')")
     return weights, optimizer_state, state
+
+
+def _check_member(path, parameters, key, shape, dtype):
+    """A CheckpointError unless the member `key` of checkpoint.npz, of `shape` and `dtype` as
+    its header declares, is one the model of model.json expects (see `_read_archive`)."""
+    kind, _, name = key.partition("/")
+    if kind == "model" and name in parameters:
+        expected, kinds = {parameters[name]}, "f"
+    elif kind == "optimizer" and (name == "step" or name.rpartition(".")[0] in parameters):
+        expected, kinds = {(), parameters.get(name.rpartition(".")[0], ())}, "fiub"
+    elif key == "state":
+        expected, kinds = {()}, "U"
+        if dtype.itemsize > MAX_STATE_BYTES:
+            raise CheckpointError(f"{path}: the training state declares {dtype.itemsize:,} bytes, more than the "
+                                  f"{MAX_STATE_BYTES:,} a numpy-transformer state takes; restore a copy")
+    else:
+        expected, kinds = set(), ""
+    if shape not in expected or dtype.kind not in kinds:
+        wanted = f"expects {' or '.join(map(str, sorted(expected)))}" if expected else "has no such entry"
+        raise _not_fitting(path, f"member {key!r} declares {dtype} {shape}, the model {wanted}")
+
+
+def _not_fitting(path, detail):
+    model_json = path.parent / CONFIG_FILES["model"]
+    return CheckpointError(f"{path}: the weights do not fit the configuration in {model_json}: "
+                           f"{detail}: the files come from different runs; restore a whole run folder")

@@ -38,7 +38,7 @@ from numpy_transformer.completion import complete, fill_mask
 from numpy_transformer.data.batching import encode_pairs
 from numpy_transformer.data.detokenize import detokenize
 from numpy_transformer.data.texts import encode_texts
-from numpy_transformer.decoding import inference_mode
+from numpy_transformer.decoding import checked_scores, inference_mode, scoring_mode
 from numpy_transformer.training.checkpoint import load_checkpoint
 from numpy_transformer.training.loss import TRANSLATION, make_objective
 from numpy_transformer.training.prepare import prepare_data
@@ -182,9 +182,10 @@ def token_scores(model, encoded, objective, batch_size=64):
     """(mean cross-entropy, top-1 accuracy, number) of the predicted tokens of `encoded`, in
     eval mode, without label smoothing."""
     total, correct, tokens = 0.0, 0, 0
-    with inference_mode(model):
+    with scoring_mode(model):
         for batch in ordered_batches(encoded, batch_size, objective):
             logits = model(batch.inputs)
+            checked_scores(logits.data, "logits")
             counted = batch.targets != batch.ignore_index
             total += objective.cross_entropy(logits, batch).item() * batch.n_tokens
             correct += int((logits.data.argmax(axis=-1) == batch.targets)[counted].sum())

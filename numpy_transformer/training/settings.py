@@ -14,9 +14,6 @@ the run trains: translation (the default), a causal language model (lm) or a mas
 """
 import dataclasses
 import math
-import os
-
-import numpy as np
 
 from autograd.checks import checked_integer, checked_number, is_number
 from autograd.optim import warmup_schedule
@@ -28,7 +25,8 @@ from numpy_transformer.data.opus import PAIR_FORM, parse_pair
 from numpy_transformer.data.texts import POLICIES as TEXT_POLICIES
 from numpy_transformer.data.tokenizer import BYTES, KINDS as TOKENIZER_KINDS
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
-from numpy_transformer.model import Transformer, analytic_parameter_count
+from numpy_transformer.memory_budget import check_fits, model_memory
+from numpy_transformer.model import Transformer
 from numpy_transformer.training.loss import TASKS
 from numpy_transformer.training.mixed_precision import PRECISIONS
 from numpy_transformer.training.presets import PRESETS, TASK_PRESETS, get_preset
@@ -253,11 +251,7 @@ def model_config(model_fields, vocab_sizes, pad_id, max_len, task="translation")
 
 
 def check_fits_in_memory(config):
-    """A ValueError when the weights, their gradients and Adam's two moments (four arrays of the
-    parameters' size) alone would take more than this machine's memory."""
-    needed = 4 * analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
-    if memory and needed > memory:
-        raise ValueError(f"the model would need {needed / 2**30:,.1f} GiB for its weights, gradients and Adam's "
-                         f"moments, more than this machine's {memory / 2**30:,.1f} GiB: choose a smaller --d-model, "
-                         f"--d-ff or number of layers")
+    """A ValueError when the model, its gradients and Adam's moments (`model_memory`) would take
+    more than this machine's memory."""
+    check_fits(model_memory(config), "the model, for its weights, gradients and Adam's moments,",
+               "choose a smaller --d-model, --d-ff or number of layers")
