@@ -89,7 +89,8 @@ def command(args):
     out.check()                                                # before the model is loaded
     capture = capture_checkpoint(args.checkpoint, sentence, target or None, args.cache_dir)
     with out as staging:
-        drawn = draw_capture(capture, staging, args.format) + [draw_spectra(capture, staging / f"spectra.{args.format}")]
+        drawn = [*draw_capture(capture, staging, args.format),
+                 draw_spectra(capture, staging / f"spectra.{args.format}")]
         capture.save(staging / "attention.npz")
     if capture.src_tokens and capture.tgt_tokens:
         print(f"source: {' '.join(capture.src_tokens)}")

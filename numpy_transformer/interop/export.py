@@ -181,7 +181,8 @@ def save_gpt2(model, tokenizer, folder):
             f"{hf}.mlp.c_proj.weight": state[f"{here}.feed_forward.W_2.weight"],
             f"{hf}.mlp.c_proj.bias": state[f"{here}.feed_forward.W_2.bias"]})
     with OutputFolder(folder, "export") as staging:
-        write_safetensors(staging / "model.safetensors", {name: np.asarray(a, np.float32) for name, a in arrays.items()})
+        write_safetensors(staging / "model.safetensors",
+                          {name: np.asarray(a, np.float32) for name, a in arrays.items()})
         _write_json(staging / "config.json", gpt2_config_json(config, tokenizer))
         atomic_write_text(staging / "tokenizer.json", _with_sos_first(tokenizer).to_str())
         _write_json(staging / "special_tokens_map.json", {

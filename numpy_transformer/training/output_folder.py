@@ -28,6 +28,7 @@ target removes with any other leftover of its own.
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -128,11 +129,12 @@ class OutputFolder:
         fsync_directory(self.target.parent)
 
     def _remove_leftovers(self):
-        """Remove what a crashed command on this target left beside it (its own folders only)."""
-        for kind in LEFTOVERS:
-            for folder in self.target.parent.glob(f".{self.target.name}.{kind}-*"):
-                if folder.is_dir() and not folder.is_symlink():
-                    shutil.rmtree(folder)
+        """Remove what a crashed command on this target left beside it: its own folders only,
+        named as `tempfile.mkdtemp` names them (eight letters, digits or _ after the prefix)."""
+        leftover = re.compile(rf"\.{re.escape(self.target.name)}\.({'|'.join(LEFTOVERS)})-[a-z0-9_]{{8}}")
+        for folder in self.target.parent.iterdir():
+            if leftover.fullmatch(folder.name) and folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder)
 
 
 def read_manifest(folder):
@@ -141,8 +143,8 @@ def read_manifest(folder):
         record = json.loads((Path(folder) / OUTPUT_MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    valid = isinstance(record, dict) and isinstance(record.get("files"), dict) and all(
-        isinstance(name, str) and "/" not in name and isinstance(digest, str) for name, digest in record["files"].items())
+    files = record.get("files") if isinstance(record, dict) else None
+    valid = isinstance(files, dict) and all("/" not in name and isinstance(digest, str) for name, digest in files.items())
     return record if valid else {}
 
 
