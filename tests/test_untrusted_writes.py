@@ -208,3 +208,26 @@ def test_attention_out_keeps_the_users_files_and_replaces_only_its_own_output(ru
     status, _, err = run_main(["export", "--checkpoint", run, "--to", "torch", tmp_path / "maps"])
     assert_clear_error(status, err, "maps holds files that export did not write")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figures", "maps"]
+
+
+def test_a_crash_between_the_two_renames_leaves_the_earlier_export_whole_aside_and_the_next_removes_it(tmp_path,
+                                                                                                       monkeypatch):
+    from numpy_transformer.training import output_folder
+
+    first = decoder_only(0)[0]
+    save_torch(first, tmp_path / "exported")
+
+    def killed(source, destination):
+        raise OSError(errno.EIO, "killed", str(source))
+
+    monkeypatch.setattr(output_folder.os, "rename", killed)
+    with pytest.raises(OSError):
+        save_torch(decoder_only(1)[0], tmp_path / "exported")
+    monkeypatch.undo()
+    (aside,) = tmp_path.iterdir()
+    assert aside.name.startswith(".exported.replaced-")
+    assert_same_weights(weights(load_torch(aside)), weights(first))
+    (aside / "notes.txt").write_text("put there by the user")
+    save_torch(decoder_only(2)[0], tmp_path / "exported")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [aside.name, "exported"]
+    assert [p.name for p in aside.iterdir()] == ["notes.txt"]          # the user's file stays

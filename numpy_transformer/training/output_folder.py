@@ -21,9 +21,10 @@ The target gets a run folder's rules (`run_folder.py`):
   command on the same target while the first writes.
 
 An earlier output is replaced by two renames: it moves aside (`.NAME.replaced-…`), the new one
-moves in, then the old one is removed. Only between the two renames is the target missing; a
-crash there leaves the earlier output whole under its aside name, which the next command on the
-target removes with any other leftover of its own.
+moves in, then the files the old one's manifest lists are removed (a file put there meanwhile
+stays). Only between the two renames is the target missing; a crash there leaves the earlier
+output whole under its aside name, which the next command on the target removes with any other
+leftover of its own.
 """
 import hashlib
 import json
@@ -39,7 +40,7 @@ from numpy_transformer.training.run_folder import MANIFEST as RUN_MANIFEST, RunF
     take_lock
 
 OUTPUT_MANIFEST = ".numpy-transformer-output.json"
-LEFTOVERS = ("partial", "replaced")             # the names of its own folders a crash can leave beside the target
+LEFTOVERS = ("partial", "replaced")             # its own folders a crash can leave beside the target
 
 
 class OutputFolder:
@@ -123,7 +124,7 @@ class OutputFolder:
             aside = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.replaced-", dir=self.target.parent))
             os.replace(self.target, aside)                       # onto the empty folder just made
             os.rename(self.staging, self.target)
-            shutil.rmtree(aside)
+            _remove_own_files(aside)
         else:
             os.replace(self.staging, self.target)                # a missing or empty target
         fsync_directory(self.target.parent)
@@ -133,8 +134,13 @@ class OutputFolder:
         named as `tempfile.mkdtemp` names them (eight letters, digits or _ after the prefix)."""
         leftover = re.compile(rf"\.{re.escape(self.target.name)}\.({'|'.join(LEFTOVERS)})-[a-z0-9_]{{8}}")
         for folder in self.target.parent.iterdir():
-            if leftover.fullmatch(folder.name) and folder.is_dir() and not folder.is_symlink():
+            found = leftover.fullmatch(folder.name)
+            if not found or not folder.is_dir() or folder.is_symlink():
+                continue
+            if found[1] == "partial":                            # only the crashed command wrote there
                 shutil.rmtree(folder)
+            else:
+                _remove_own_files(folder)
 
 
 def read_manifest(folder):
@@ -173,6 +179,17 @@ def file_sha256(path):
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _remove_own_files(folder):
+    """Remove an earlier output moved aside: the files its manifest lists, the manifest, and the
+    folder once empty; a file someone put there meanwhile stays, and so does the folder."""
+    for name in read_manifest(folder).get("files", {}):
+        if _is_plain_file(folder / name):
+            (folder / name).unlink()
+    (folder / OUTPUT_MANIFEST).unlink(missing_ok=True)
+    if not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def _is_plain_file(path):
