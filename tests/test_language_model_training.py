@@ -262,8 +262,9 @@ def test_a_language_model_exported_in_gpt2_format_generates_what_it_generated_he
     directory, _ = lm_run
     status, out, err = run_main(["export", "--checkpoint", directory, "--to", "hf", tmp_path / "gpt2"])
     assert status == 0, err
-    assert sorted(p.name for p in (tmp_path / "gpt2").iterdir()) == ["config.json", "model.safetensors",
-                                                                    "special_tokens_map.json", "tokenizer.json"]
+    assert sorted(p.name for p in (tmp_path / "gpt2").iterdir()) == [".numpy-transformer-output.json", "config.json",
+                                                                    "model.safetensors", "special_tokens_map.json",
+                                                                    "tokenizer.json"]
     prompts = ["the", "we"]
     here = run_main(["generate", "--checkpoint", directory, "--temperature", "0", *prompts])[1]
     exported = run_main(["generate", "--checkpoint", tmp_path / "gpt2", "--temperature", "0", *prompts])[1]

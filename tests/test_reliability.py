@@ -352,18 +352,17 @@ def test_taking_over_a_stale_lock_puts_back_a_lock_a_live_run_took_meanwhile(tmp
     stale one but a live run's, it goes back in place."""
     import socket
 
-    from numpy_transformer.training.run_folder import RunFolder
+    from numpy_transformer.training.run_folder import remove_stale_lock
 
-    folder = RunFolder(tmp_path, ["checkpoint.npz"])
     path = tmp_path / LOCK
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         record = json.dumps({"pid": live.pid, "host": socket.gethostname()})
         path.write_text(record)
-        folder._remove_stale_lock(path)
+        remove_stale_lock(path)
         assert path.read_text() == record and sorted(p.name for p in tmp_path.iterdir()) == [LOCK]
     finally:
         live.kill()
         live.wait()
-    folder._remove_stale_lock(path)                          # now its process is gone: removed
+    remove_stale_lock(path)                                 # now its process is gone: removed
     assert list(tmp_path.iterdir()) == []

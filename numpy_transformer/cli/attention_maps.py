@@ -11,6 +11,10 @@ projection of eq. (21) at bandwidth --w with --num-pos rare tokens). Without --t
 reads its own greedy translation. A language model (a run of `train --task lm|mlm`, or a Hugging
 Face GPT-2 or BERT folder or Hub name) reads the sentence alone: one grid of its self-attention
 heads, layer by layer.
+
+--out is written as a whole (numpy_transformer/training/output_folder.py): a fresh folder beside
+it, renamed into place. It must be missing, empty, or an earlier output of `attention`; a folder
+of other files, a run folder and "" are refused, so no file of the user's is replaced.
 """
 from pathlib import Path
 
@@ -78,14 +82,16 @@ def command(args):
     from numpy_transformer.analysis.heatmaps import draw_capture
     from numpy_transformer.analysis.roles import classify_capture, roles_table
     from numpy_transformer.analysis.spectra import draw_spectra
+    from numpy_transformer.training.output_folder import OutputFolder
 
     sentence, target = utf8_lines([args.sentence, args.target or ""], "argument")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{out} is a file, not a folder: choose a folder with --out")
+    out = OutputFolder(args.out, "attention")
+    out.check()                                                # before the model is loaded
     capture = capture_checkpoint(args.checkpoint, sentence, target or None, args.cache_dir)
-    paths = draw_capture(capture, out, args.format) + [draw_spectra(capture, out / f"spectra.{args.format}")]
-    capture.save(out / "attention.npz")
+    with out as staging:
+        drawn = [*draw_capture(capture, staging, args.format),
+                 draw_spectra(capture, staging / f"spectra.{args.format}")]
+        capture.save(staging / "attention.npz")
     if capture.src_tokens and capture.tgt_tokens:
         print(f"source: {' '.join(capture.src_tokens)}")
         print(f"target ({'given' if args.target else 'the model translation'}): {' '.join(capture.tgt_tokens)}")
@@ -97,5 +103,5 @@ def command(args):
     print(f"Structured approximation X = P_c B + E (projection, w = {args.w}, num_pos = {args.num_pos}):")
     print(approximation_table(capture, args.w, args.num_pos))
     print()
-    print("wrote " + ", ".join(str(p) for p in [*paths, out / "attention.npz"]))
+    print("wrote " + ", ".join(str(Path(args.out) / path.name) for path in [*drawn, staging / "attention.npz"]))
     return 0

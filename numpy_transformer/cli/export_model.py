@@ -17,6 +17,11 @@ In PyTorch:
 model as Hugging Face GPT-2 (config.json, model.safetensors, tokenizer.json,
 special_tokens_map.json): `transformers.GPT2LMHeadModel.from_pretrained(OUT)` loads it, and
 `generate --checkpoint OUT` reads it back.
+
+OUT is written as a whole (numpy_transformer/training/output_folder.py): a fresh folder beside it,
+renamed into place, so a crash leaves the earlier export whole. OUT must be missing, empty, or
+an earlier export; a folder of other files, a run folder (or a folder inside one) and "" are
+refused.
 """
 from numpy_transformer.cli.common import add_threads_argument
 
@@ -41,14 +46,14 @@ def command(args):
 
     from numpy_transformer.interop.export import CONFIG_FILE, WEIGHTS_FILE, save_gpt2, save_torch
     from numpy_transformer.training.checkpoint import load_checkpoint
+    from numpy_transformer.training.output_folder import OutputFolder
 
     checkpoint = load_checkpoint(args.checkpoint)
     if checkpoint.task == "mlm" or (args.to == "hf" and checkpoint.task != "lm"):
         raise ValueError(f"{args.checkpoint} holds a {'masked language' if checkpoint.task == 'mlm' else 'translation'} "
                          f"model; export --to torch takes translation and decoder-only models, --to hf decoder-only "
                          f"ones")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"{args.out} is a file, not a folder: choose a folder for OUT")
+    OutputFolder(args.out, "export").check()                  # before the model is converted
     if args.to == "hf":
         save_gpt2(checkpoint.model, checkpoint.tokenizers[0], args.out)
         print(f"Wrote {args.out}/: config.json, model.safetensors, tokenizer.json, special_tokens_map.json (Hugging "

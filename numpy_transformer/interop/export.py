@@ -21,6 +21,11 @@ Face GPT-2 format (`save_gpt2`), which `transformers` loads and `pretrained.py` 
 
 The files: `model.safetensors` (the torch names, read by `safetensors.torch.load_file`) and
 `model.json` (the model's configuration, from which `torch_reference` builds the module).
+
+Both exports are written as a whole (`training/output_folder.py`): into a fresh folder beside
+the target, renamed into place in one step, with a manifest of every file's SHA-256. A folder
+of the user's files, a run folder and the empty path are refused; `load_torch` and
+`pretrained.load_hugging_face` check that the files of an export belong together.
 """
 import json
 from pathlib import Path
@@ -30,6 +35,7 @@ import numpy as np
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data.tokenizer import CLS, EOS, MASK, PAD, SEP, SOS, UNK
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
+from numpy_transformer.training.output_folder import OutputFolder, check_whole
 from numpy_transformer.language_model import DecoderOnlyTransformer
 from numpy_transformer.model import Transformer
 from numpy_transformer.interop.pretrained import SafetensorsWeights, fill_parameters
@@ -107,16 +113,18 @@ def _torch_name(name, decoder_only):
 
 def save_torch(model, folder):
     """Write `torch_state(model)` to folder/model.safetensors and the configuration to
-    folder/model.json, each atomically (`files.atomic_write`)."""
-    folder, arrays = Path(folder), torch_state(model)         # refused before any folder exists
-    folder.mkdir(parents=True, exist_ok=True)
-    write_safetensors(folder / WEIGHTS_FILE, arrays)
-    atomic_write_text(folder / CONFIG_FILE, model.config.to_json() + "\n")
+    folder/model.json, the folder as a whole (`OutputFolder`)."""
+    arrays = torch_state(model)                                # refused before any folder exists
+    with OutputFolder(folder, "export") as staging:
+        write_safetensors(staging / WEIGHTS_FILE, arrays)
+        atomic_write_text(staging / CONFIG_FILE, model.config.to_json() + "\n")
 
 
 def load_torch(folder):
-    """The model `save_torch` (or PyTorch, under the same names) wrote to `folder`."""
+    """The model `save_torch` (or PyTorch, under the same names) wrote to `folder`; a ValueError
+    if the folder's files do not belong together (`check_whole`)."""
     folder = Path(folder)
+    check_whole(folder, "export")
     config = TransformerConfig.load(folder / CONFIG_FILE)     # also a decoder-only model.json of 0.1
     model = (Transformer if config.kind == "encoder-decoder" else DecoderOnlyTransformer)(config,
                                                                                          np.random.default_rng(0))
@@ -148,11 +156,11 @@ def write_safetensors(path, arrays):
 def save_gpt2(model, tokenizer, folder):
     """Write a decoder-only model in Hugging Face GPT-2 format: config.json, model.safetensors,
     tokenizer.json (whose post-processor puts [SOS] first, as the model was trained to read) and
-    special_tokens_map.json. GPT-2 adds no √d to its embeddings: with scale_embeddings the
-    embedding is stored times √d and the final LayerNorm's γ and β divided by √d, which gives
-    the same logits, the head being tied. Pre-norm, full attention and a tied head only."""
+    special_tokens_map.json, the folder as a whole (`OutputFolder`). GPT-2 adds no √d to its
+    embeddings: with scale_embeddings the embedding is stored times √d and the final LayerNorm's
+    γ and β divided by √d, which gives the same logits, the head being tied. Pre-norm, full attention and a tied head only."""
     check_gpt2_exportable(model.config)
-    config, state, folder = model.config, model.state_dict(), Path(folder)
+    config, state = model.config, model.state_dict()
     scale = np.float32(np.sqrt(config.d_model)) if config.scale_embeddings else np.float32(1)
     arrays = {"transformer.wte.weight": state["stack.embedding.weight"] * scale,
               "transformer.wpe.weight": model.stack.positional.P.data[:config.max_len],
@@ -172,13 +180,14 @@ def save_gpt2(model, tokenizer, folder):
             f"{hf}.mlp.c_fc.bias": state[f"{here}.feed_forward.W_1.bias"],
             f"{hf}.mlp.c_proj.weight": state[f"{here}.feed_forward.W_2.weight"],
             f"{hf}.mlp.c_proj.bias": state[f"{here}.feed_forward.W_2.bias"]})
-    folder.mkdir(parents=True, exist_ok=True)
-    write_safetensors(folder / "model.safetensors", {name: np.asarray(a, np.float32) for name, a in arrays.items()})
-    _write_json(folder / "config.json", gpt2_config_json(config, tokenizer))
-    atomic_write_text(folder / "tokenizer.json", _with_sos_first(tokenizer).to_str())
-    _write_json(folder / "special_tokens_map.json", {
-        "bos_token": SOS, "eos_token": EOS, "pad_token": PAD, "unk_token": UNK, "cls_token": CLS, "sep_token": SEP,
-        "mask_token": MASK})
+    with OutputFolder(folder, "export") as staging:
+        write_safetensors(staging / "model.safetensors",
+                          {name: np.asarray(a, np.float32) for name, a in arrays.items()})
+        _write_json(staging / "config.json", gpt2_config_json(config, tokenizer))
+        atomic_write_text(staging / "tokenizer.json", _with_sos_first(tokenizer).to_str())
+        _write_json(staging / "special_tokens_map.json", {
+            "bos_token": SOS, "eos_token": EOS, "pad_token": PAD, "unk_token": UNK, "cls_token": CLS,
+            "sep_token": SEP, "mask_token": MASK})
 
 
 GPT2_ACTIVATIONS = {"gelu_tanh": "gelu_new", "gelu": "gelu", "relu": "relu"}

@@ -50,6 +50,7 @@ from numpy_transformer.data.hub import model_folder
 from numpy_transformer.data.hub_tokenizer import HubTokenizer
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
+from numpy_transformer.training.output_folder import check_whole
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
@@ -74,8 +75,11 @@ def names_pretrained(name):
 def load_hugging_face(folder, dtype="float32"):
     """The GPT-2 or BERT model saved in `folder` (config.json, model.safetensors), in eval mode.
     The weights are read one tensor at a time and put into the model at once, so loading holds
-    the model and one tensor of the file, not a second copy of every weight."""
+    the model and one tensor of the file, not a second copy of every weight. A folder `export
+    --to hf` wrote is first checked whole (`output_folder.check_whole`): its config, tokenizer and
+    weights belong together."""
     folder = Path(folder)
+    check_whole(folder, "export")
     hf_config = read_config(folder)
     kind = hf_config.get("model_type")
     if kind not in ("gpt2", "bert"):

@@ -12,18 +12,17 @@ previous line) and a validation line every `eval_every` steps (cross-entropy wit
 import json
 from pathlib import Path
 
-from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
+from numpy_transformer.training.atomic_files import append_line, atomic_write, atomic_write_text
 
 
 class MetricsLog:
-    """Appends records to a JSON-lines file, one line each, flushed at once."""
+    """Appends records to a JSON-lines file, one line each, flushed at once, never through a link."""
 
     def __init__(self, path):
         self.path = Path(path)
 
     def write(self, record):
-        with open(self.path, "a", encoding="utf-8") as file:
-            file.write(json.dumps(record) + "\n")
+        append_line(self.path, json.dumps(record))
 
     def records(self):
         return read_log(self.path)

@@ -8,6 +8,9 @@ manifest); `--overwrite` then removes the files the manifest names, never anythi
 never a folder. In a folder of the user's own files a run is refused, and with `--overwrite`
 it writes beside them only when none has a name the run would write.
 
+No file of the run is written through a symbolic link: a link in the folder where the run
+would write (left there, or planted) is refused, and the file it points to is left alone.
+
 The lock file is created with O_CREAT | O_EXCL, which the file system makes atomic: of two runs
 started on one folder, exactly one creates it, and the other is refused with the holder's
 process id. A lock left by a process that no longer runs on this host (killed with kill -9)
@@ -48,6 +51,8 @@ class RunFolder:
             self.directory.mkdir(parents=True, exist_ok=True)
         elif not self.directory.is_dir():
             raise RunFolderError(f"{self.directory} does not exist")
+        else:
+            self.check_no_links()
         self._lock()
         if new:
             self._remove_written()
@@ -57,9 +62,7 @@ class RunFolder:
 
     def release(self):
         """Remove the lock, if it is still this process's."""
-        path = self.directory / LOCK
-        if _read_lock(path).get("pid") == os.getpid():
-            path.unlink(missing_ok=True)
+        release_lock(self.directory / LOCK)
 
     def discard(self):
         """Undo a new run that saved nothing: remove its files, the manifest and the lock, and
@@ -78,6 +81,7 @@ class RunFolder:
             raise RunFolderError(f"cannot write in {self.directory} (a read-only file system, or no permission): "
                                  f"choose a folder you can write to with --out")
         self._check_not_in_use()
+        self.check_no_links()
         present = sorted(p.name for p in self.directory.iterdir() if p.name != LOCK)
         written = set(_read_manifest(self.directory))
         foreign = [name for name in present if name not in written and name != MANIFEST]
@@ -95,44 +99,23 @@ class RunFolder:
                                  f"with --out, or pass --overwrite to write the run beside those files")
 
     def _lock(self):
-        path = self.directory / LOCK
-        record = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-        for _ in range(3):
-            try:
-                descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                self.stale_lock_taken = self._check_not_in_use()
-                self._remove_stale_lock(path)
-                continue
-            with os.fdopen(descriptor, "w") as file:
-                file.write(record)
-            return
-        raise RunFolderError(f"{self.directory}: could not take the lock {path}")
-
-    def _remove_stale_lock(self, path):
-        """Move the stale lock aside (a rename: of two runs taking it over at once, one moves it)
-        and delete it, unless it is no longer the stale one: then another run has just taken the
-        folder, and its lock goes back in place for the next attempt to find."""
-        aside = path.with_name(f"{path.name}.{os.getpid()}")
-        try:
-            os.rename(path, aside)
-        except FileNotFoundError:
-            return                                # another run moved it first
-        if _is_alive(_read_lock(aside), aside):
-            os.rename(aside, path)
-        else:
-            aside.unlink(missing_ok=True)
+        self.stale_lock_taken = take_lock(self.directory / LOCK, self._in_use_message)
 
     def _check_not_in_use(self):
         """A RunFolderError if a live process holds the lock; else the stale holder's pid (or None)."""
-        path = self.directory / LOCK
-        if not path.exists():
-            return None
-        holder = _read_lock(path)
-        if _is_alive(holder, path):
-            raise RunFolderError(f"{self.directory} is in use by another run (process {holder.get('pid')} on "
-                                 f"{holder.get('host')}): wait for it to end, or choose another folder with --out")
-        return None if holder.get("pid") == os.getpid() else holder.get("pid")
+        return check_lock(self.directory / LOCK, self._in_use_message)
+
+    def _in_use_message(self, holder):
+        return (f"{self.directory} is in use by another run (process {holder.get('pid')} on {holder.get('host')}): "
+                f"wait for it to end, or choose another folder with --out")
+
+    def check_no_links(self):
+        """A RunFolderError if a file the run writes is a symbolic link: nothing is written through one."""
+        links = [name for name in [*self.names, MANIFEST] if (self.directory / name).is_symlink()]
+        if links:
+            raise RunFolderError(f"{self.directory / links[0]} is a symbolic link: a run never writes through a "
+                                 f"link; remove it (the file it points to is left alone), or choose another "
+                                 f"folder with --out")
 
     def _remove_written(self):
         """Remove the files an earlier run wrote (the manifest's names): regular files only."""
@@ -140,6 +123,56 @@ class RunFolder:
             path = self.directory / name
             if path.is_file() and not path.is_symlink():
                 path.unlink()
+
+def take_lock(path, in_use_message):
+    """Create the lock file `path` (O_CREAT | O_EXCL: of two processes, one creates it) holding
+    this process's id and host. A live holder is a RunFolderError, `in_use_message(holder)`; a
+    dead one's lock is taken over. Returns the dead holder's process id, or None."""
+    record = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+    stale = None
+    for _ in range(3):
+        try:
+            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            stale = check_lock(path, in_use_message)
+            remove_stale_lock(path)
+            continue
+        with os.fdopen(descriptor, "w") as file:
+            file.write(record)
+        return stale
+    raise RunFolderError(f"could not take the lock {path}")
+
+
+def check_lock(path, in_use_message):
+    """A RunFolderError if a live process holds the lock `path`; else the stale holder's pid (or None)."""
+    if not path.exists():
+        return None
+    holder = _read_lock(path)
+    if _is_alive(holder, path):
+        raise RunFolderError(in_use_message(holder))
+    return None if holder.get("pid") == os.getpid() else holder.get("pid")
+
+
+def release_lock(path):
+    """Remove the lock file `path`, if it is still this process's."""
+    if _read_lock(path).get("pid") == os.getpid():
+        path.unlink(missing_ok=True)
+
+
+def remove_stale_lock(path):
+    """Move the stale lock aside (a rename: of two runs taking it over at once, one moves it)
+    and delete it, unless it is no longer the stale one: then another run has just taken the
+    folder, and its lock goes back in place for the next attempt to find."""
+    aside = path.with_name(f"{path.name}.{os.getpid()}")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return                                # another run moved it first
+    if _is_alive(_read_lock(aside), aside):
+        os.rename(aside, path)
+    else:
+        aside.unlink(missing_ok=True)
+
 
 def _checked_directory(directory):
     if str(directory) == "":
