@@ -42,9 +42,11 @@ the positions. GPT-2 has no padding token (`pad_id` None, unless its config name
 """
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from safetensors import SafetensorError, safe_open
 
 from numpy_transformer.data.hub import model_folder
 from numpy_transformer.data.hub_tokenizer import HubTokenizer
@@ -84,11 +86,7 @@ def load_hugging_face(folder, dtype="float32"):
     model_class = DecoderOnlyTransformer if kind == "gpt2" else EncoderOnlyTransformer
     model = model_class(config, np.random.default_rng(0))
     weights = SafetensorsWeights(folder / WEIGHTS_FILE, hugging_face_name)
-    try:
-        fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config.n_layers))
-    except KeyError as missing:
-        raise ValueError(f"{folder / WEIGHTS_FILE}: no weight {missing} (not a {kind} checkpoint of the usual "
-                         f"format)") from None
+    fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config.n_layers))
     return model.eval()
 
 
@@ -125,10 +123,17 @@ def read_config(folder):
 
 class SafetensorsWeights:
     """model.safetensors as a mapping name → array, each tensor read from the file when asked
-    for (no PyTorch, no memory map: what was read is freed once copied into the model). The
-    format: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
-    shape and byte range, then the data. rename: what the names become (`hugging_face_name`
-    for the checkpoints of the Hub)."""
+    for (no PyTorch; the file is opened for each tensor and closed again, so what was read is
+    freed once copied into the model). The format: an 8-byte little-endian header length, a
+    JSON header giving each tensor's dtype, shape and byte range, then the data. rename: what
+    the names become (`hugging_face_name` for the checkpoints of the Hub).
+
+    The file comes from elsewhere, so nothing in it is trusted. The `safetensors` library checks,
+    on every opening, that the header is a JSON object of complete entries, and that the byte
+    ranges lie in the file, follow one another without gap or overlap and each hold shape ×
+    dtype bytes. Here: no name twice (the library keeps the last), before or after `rename`;
+    only the dtypes read here; every tensor read finite. Each failure is one ValueError naming
+    the file."""
 
     DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "BF16": np.uint16}
 
@@ -137,24 +142,61 @@ class SafetensorsWeights:
             raise FileNotFoundError(f"{path}: no such file (only the safetensors format is read, not "
                                     f"pytorch_model.bin)")
         self.path = path
-        with open(path, "rb") as file:
-            length = int.from_bytes(file.read(8), "little")
-            header = json.loads(file.read(length))
-        self.data_start = 8 + length
+        with self._open():                                # the library's checks first
+            self.data_start, header = _header_without_repeated_names(path)
         header.pop("__metadata__", None)
         unknown = sorted({entry["dtype"] for entry in header.values()} - set(self.DTYPES))
         if unknown:
             raise ValueError(f"{path}: tensors of dtype {', '.join(unknown)}, which this project does not read")
-        self.entries = {rename(name): entry for name, entry in header.items()}
+        self.entries, self.file_names = {}, {}
+        for name, entry in header.items():
+            if rename(name) in self.entries:
+                raise ValueError(f"{path}: the tensors {self.file_names[rename(name)]} and {name} are the same "
+                                 f"weight {rename(name)}: keep one of them")
+            self.entries[rename(name)], self.file_names[rename(name)] = entry, name
 
     def __getitem__(self, name):
+        if name not in self.entries:
+            raise ValueError(f"{self.path}: no tensor {name} (a checkpoint of another model or format)")
+        with self._open() as file:
+            array = self._bfloat16(name) if self.entries[name]["dtype"] == "BF16" else \
+                file.get_tensor(self.file_names[name])
+        if not np.isfinite(array).all():
+            raise ValueError(f"{self.path}: the tensor {self.file_names[name]} holds NaN or infinite values (the "
+                             f"model that saved it had diverged, or the file is damaged): use another checkpoint")
+        return array
+
+    def _open(self):
+        """The file opened by the library, which checks its header; a ValueError naming the file."""
+        try:
+            return safe_open(str(self.path), framework="numpy")
+        except SafetensorError as error:
+            message = " ".join(str(error).split())
+            raise ValueError(f"{self.path}: not a valid safetensors file ({message}): the file is damaged or was "
+                             f"not written in this format; download or export it again") from None
+
+    def _bfloat16(self, name):
+        """A bfloat16 tensor (NumPy has no such dtype) as float32: the upper half of a float32's
+        bits, read from the byte range the library has checked."""
         entry = self.entries[name]
         begin, end = entry["data_offsets"]
-        dtype = np.dtype(self.DTYPES[entry["dtype"]]).newbyteorder("<")
-        array = np.fromfile(self.path, dtype, (end - begin) // dtype.itemsize, offset=self.data_start + begin)
-        if entry["dtype"] == "BF16":                  # bfloat16: the upper half of a float32's bits
-            array = (array.astype(np.uint32) << 16).view(np.float32)
-        return array.reshape(entry["shape"])
+        bits = np.fromfile(self.path, "<u2", (end - begin) // 2, offset=self.data_start + begin)
+        return (bits.astype(np.uint32) << 16).view(np.float32).reshape(entry["shape"])
+
+
+def _header_without_repeated_names(path):
+    """(where the data starts, {name: entry}) of a safetensors file the library has accepted; a
+    ValueError when a name appears twice in one object (JSON readers keep the last)."""
+    def unique(pairs):
+        repeated = sorted(name for name, count in Counter(name for name, _ in pairs).items() if count > 1)
+        if repeated:
+            raise ValueError(f"{path}: the header names {', '.join(repeated)} more than once: the file is damaged "
+                             f"or was not written by a safetensors writer; download or export it again")
+        return dict(pairs)
+
+    with open(path, "rb") as file:
+        length = int.from_bytes(file.read(8), "little")
+        return 8 + length, json.loads(file.read(length), object_pairs_hook=unique)
 
 
 def gpt2_config(hf, dtype):
