@@ -121,7 +121,8 @@ def load_torch(folder):
     config = TransformerConfig.load(folder / CONFIG_FILE)     # also a decoder-only model.json of 0.1
     model = (Transformer if config.kind == "encoder-decoder" else DecoderOnlyTransformer)(config,
                                                                                          np.random.default_rng(0))
-    fill_parameters(model, ours_from_torch(model, SafetensorsWeights(folder / WEIGHTS_FILE)))   # one tensor at a time
+    weights = SafetensorsWeights(folder / WEIGHTS_FILE)
+    fill_parameters(model, ours_from_torch(model, weights), weights.path)      # one tensor at a time
     return model
 
 

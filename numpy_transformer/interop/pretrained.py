@@ -86,7 +86,7 @@ def load_hugging_face(folder, dtype="float32"):
     model_class = DecoderOnlyTransformer if kind == "gpt2" else EncoderOnlyTransformer
     model = model_class(config, np.random.default_rng(0))
     weights = SafetensorsWeights(folder / WEIGHTS_FILE, hugging_face_name)
-    fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config.n_layers))
+    fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config), weights.path)
     return model.eval()
 
 
@@ -99,18 +99,19 @@ def hugging_face_name(name):
     return name
 
 
-def fill_parameters(model, pairs):
+def fill_parameters(model, pairs, source="the weights"):
     """Copy each (name, array) of `pairs` into the model's parameter of that name as it comes;
-    a ValueError for a name or shape the model lacks, or a parameter no pair filled."""
+    a ValueError, beginning with `source` (where the pairs come from), for a name or shape the
+    model lacks, or a parameter no pair filled."""
     parameters = dict(model.named_parameters())
     for name, array in pairs:
         if name not in parameters or parameters[name].shape != array.shape:
-            raise ValueError(f"{name} {array.shape} does not fit the model (expected "
+            raise ValueError(f"{source}: {name} {array.shape} does not fit the model (expected "
                              f"{parameters[name].shape if name in parameters else 'no such parameter'})")
         target = parameters.pop(name)
         target.data = np.ascontiguousarray(array, dtype=target.dtype)     # a copy only of views and casts
     if parameters:
-        raise ValueError(f"no weight for {', '.join(parameters)}")
+        raise ValueError(f"{source}: no weight for {', '.join(parameters)}")
 
 
 def read_config(folder):
@@ -165,6 +166,14 @@ class SafetensorsWeights:
             raise ValueError(f"{self.path}: the tensor {self.file_names[name]} holds NaN or infinite values (the "
                              f"model that saved it had diverged, or the file is damaged): use another checkpoint")
         return array
+
+    def shaped(self, name, shape):
+        """The tensor `name`, which the model's configuration says is of `shape` (checked before
+        it is split or indexed); a ValueError naming it otherwise."""
+        if name in self.entries and tuple(self.entries[name]["shape"]) != shape:
+            raise ValueError(f"{self.path}: the tensor {self.file_names[name]} has shape "
+                             f"{tuple(self.entries[name]['shape'])}; config.json asks for {shape}")
+        return self[name]
 
     def _open(self):
         """The file opened by the library, which checks its header; a ValueError naming the file."""
@@ -228,16 +237,17 @@ def _activation(name):
     return ACTIVATIONS[name]
 
 
-def gpt2_state(weights, n_layers):
+def gpt2_state(weights, config):
     """(name here, array) pairs from GPT-2's weights (the first table of the module docstring),
     each tensor of the file read once."""
+    d = config.d_model
     yield "stack.embedding.weight", weights["wte.weight"]
     yield "stack.positional.P", weights["wpe.weight"]
     yield from _norm("stack.final_norm", weights, "ln_f")
-    for i in range(n_layers):
+    for i in range(config.n_layers):
         hf, here = f"h.{i}", f"stack.layers.{i}"
-        columns = np.split(weights[f"{hf}.attn.c_attn.weight"], 3, axis=1)
-        biases = np.split(weights[f"{hf}.attn.c_attn.bias"], 3)
+        columns = np.split(weights.shaped(f"{hf}.attn.c_attn.weight", (d, 3 * d)), 3, axis=1)
+        biases = np.split(weights.shaped(f"{hf}.attn.c_attn.bias", (3 * d,)), 3)
         for name, weight, bias in zip(("W_q", "W_k", "W_v"), columns, biases):
             yield f"{here}.self_attn.{name}.weight", weight
             yield f"{here}.self_attn.{name}.bias", bias
@@ -248,17 +258,21 @@ def gpt2_state(weights, n_layers):
         yield from _norm(f"{here}.norm_2", weights, f"{hf}.ln_2")
 
 
-def bert_state(weights, n_layers):
+def bert_state(weights, config):
     """(name here, array) pairs from BERT's weights (the second table of the module docstring)."""
     embeddings = "bert.embeddings"
     yield "stack.embedding.weight", weights[f"{embeddings}.word_embeddings.weight"]
-    yield "stack.positional.P", np.add(weights[f"{embeddings}.position_embeddings.weight"],
-                                       weights[f"{embeddings}.token_type_embeddings.weight"][0], dtype=np.float64)
+    positions = weights.shaped(f"{embeddings}.position_embeddings.weight", (config.max_len, config.d_model))
+    token_types = weights[f"{embeddings}.token_type_embeddings.weight"]
+    if token_types.ndim != 2 or token_types.shape[0] == 0 or token_types.shape[1] != config.d_model:
+        raise ValueError(f"{weights.path}: the tensor {embeddings}.token_type_embeddings.weight has shape "
+                         f"{token_types.shape}; config.json asks for (type_vocab_size, {config.d_model})")
+    yield "stack.positional.P", np.add(positions, token_types[0], dtype=np.float64)
     yield from _norm("stack.embedding_norm", weights, f"{embeddings}.LayerNorm")
     yield from _linear("head_transform", weights, "cls.predictions.transform.dense", transposed=True)
     yield from _norm("head_norm", weights, "cls.predictions.transform.LayerNorm")
     yield "head_bias", weights["cls.predictions.bias"]
-    for i in range(n_layers):
+    for i in range(config.n_layers):
         hf, here = f"bert.encoder.layer.{i}", f"stack.layers.{i}"
         for name, part in (("W_q", "query"), ("W_k", "key"), ("W_v", "value")):
             yield from _linear(f"{here}.self_attn.{name}", weights, f"{hf}.attention.self.{part}", transposed=True)
