@@ -64,13 +64,14 @@ def with_entry(header, index, **changes):
 
 
 def offsets_into_the_header(header, data):
-    name, entry = entries(header)[0]
-    begin, end = entry["data_offsets"]
+    begin, end = entries(header)[0][1]["data_offsets"]
     return joined(with_entry(header, 0, data_offsets=[begin - 64, end - 64]), data)
 
 
 def overlapping_ranges(header, data):
-    return joined(with_entry(header, 1, data_offsets=entries(header)[0][1]["data_offsets"]), data)
+    """ln_f's bias given the bytes of ln_f's weight: both of shape (8,), one range."""
+    weight, bias = header["transformer.ln_f.weight"], header["transformer.ln_f.bias"]
+    return joined({**header, "transformer.ln_f.bias": {**bias, "data_offsets": weight["data_offsets"]}}, data)
 
 
 def a_gap_between_tensors(header, data):
@@ -87,11 +88,9 @@ def a_name_twice_with_the_same_entry(header, data):
 
 
 def a_name_twice_with_other_bytes(header, data):
-    """Two tensors of one shape and dtype, the second renamed as the first: the library would
-    keep the second's bytes under the first's name."""
-    (first, entry), *rest = [(name, e) for name, e in entries(header) if e["shape"] == [8]]
-    second = rest[0][0]
-    text = json.dumps(header).replace(json.dumps(second), json.dumps(first))
+    """ln_f's bias renamed as its weight (both of shape (8,)): the library would keep the
+    second's bytes under the first's name, were the first's range not left uncovered."""
+    text = json.dumps(header).replace('"transformer.ln_f.bias"', '"transformer.ln_f.weight"')
     return joined(text.encode(), data)
 
 
@@ -133,7 +132,7 @@ def an_infinite_weight(header, data):
 
 def a_weight_under_two_names(header, data):
     """transformer.ln_f.bias and ln_f.bias: the same weight once the prefix is dropped."""
-    name, entry = next((name, entry) for name, entry in entries(header) if name == "transformer.ln_f.bias")
+    entry = header["transformer.ln_f.bias"]
     size = entry["data_offsets"][1] - entry["data_offsets"][0]
     end = len(data)
     return joined({**header, "ln_f.bias": {**entry, "data_offsets": [end, end + size]}},
@@ -269,3 +268,80 @@ def test_broken_files_never_build_a_model_from_wrong_weights(tmp_path, gpt2_fold
             continue
         for name, parameter in model.named_parameters():
             np.testing.assert_array_equal(parameter.data, reference[name], err_msg=name)
+
+
+def bert_folder(folder, weights_of=lambda name, array: array):
+    """A tiny BERT folder (config.json, model.safetensors, tokenizer.json) written here;
+    weights_of(name, array) may change a tensor on its way into the file."""
+    from safetensors.numpy import save_file
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat"]
+    tokenizer = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.add_special_tokens(words[:5])
+    tokenizer.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                             special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tokenizer.save(str(folder / "tokenizer.json"))
+    v, d, d_ff = len(words), 8, 16
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "bert", "vocab_size": v, "hidden_size": d, "num_attention_heads": 2, "intermediate_size": d_ff,
+        "num_hidden_layers": 1, "max_position_embeddings": 16, "hidden_act": "gelu"}))
+    shapes = {"bert.embeddings.word_embeddings.weight": (v, d), "bert.embeddings.position_embeddings.weight": (16, d),
+              "bert.embeddings.token_type_embeddings.weight": (2, d), "cls.predictions.transform.dense.weight": (d, d),
+              "cls.predictions.bias": (v,)}
+    layer = "bert.encoder.layer.0"
+    shapes.update({f"{layer}.{part}.weight": (d, d) for part in ("attention.self.query", "attention.self.key",
+                                                                  "attention.self.value", "attention.output.dense")})
+    shapes.update({f"{layer}.intermediate.dense.weight": (d_ff, d), f"{layer}.intermediate.dense.bias": (d_ff,),
+                   f"{layer}.output.dense.weight": (d, d_ff)})
+    for name in ("bert.embeddings.LayerNorm", "cls.predictions.transform.LayerNorm", "cls.predictions.transform.dense",
+                 f"{layer}.attention.output.LayerNorm", f"{layer}.output.LayerNorm", f"{layer}.output.dense",
+                 *(f"{layer}.attention.self.{part}" for part in ("query", "key", "value")),
+                 f"{layer}.attention.output.dense"):
+        shapes.setdefault(f"{name}.weight", (d,))
+        shapes[f"{name}.bias"] = (d,)
+    rng = np.random.default_rng(0)
+    save_file({name: weights_of(name, rng.normal(0, 0.1, shape).astype(np.float32)) for name, shape in shapes.items()},
+              str(folder / WEIGHTS))
+    return folder
+
+
+def test_nan_weights_in_a_bert_folder_are_refused_by_fill_mask(tmp_path):
+    (tmp_path / "good").mkdir()
+    (tmp_path / "nan").mkdir()
+    status, out, err = run_main(["fill-mask", "--checkpoint", bert_folder(tmp_path / "good"), "the [MASK] sat"])
+    assert status == 0 and len(out.splitlines()) == 5, err
+
+    def with_nan(name, array):
+        if name.endswith("intermediate.dense.weight"):
+            array[3, 1] = np.nan
+        return array
+
+    folder = bert_folder(tmp_path / "nan", with_nan)
+    status, _, err = run_main(["fill-mask", "--checkpoint", folder, "the [MASK] sat"])
+    assert_clear_error(status, err, f"{folder / WEIGHTS}: the tensor bert.encoder.layer.0.intermediate.dense.weight "
+                                    f"holds NaN or infinite values")
+
+
+def test_a_one_row_position_table_is_not_broadcast_over_the_positions(tmp_path):
+    folder = bert_folder(tmp_path, lambda name, array: array[:1] if "position_embeddings" in name else array)
+    status, _, err = run_main(["fill-mask", "--checkpoint", folder, "the [MASK] sat"])
+    assert_clear_error(status, err, r"position_embeddings.weight has shape \(1, 8\); config.json asks for \(16, 8\)")
+
+
+def test_an_exported_folder_is_read_with_the_same_checks(tmp_path):
+    from numpy_transformer.config import TransformerConfig
+    from numpy_transformer.interop.export import load_torch, save_torch
+    from numpy_transformer.language_model import DecoderOnlyTransformer
+
+    config = TransformerConfig.decoder_only(12, d_model=8, n_heads=2, d_ff=16, n_layers=1, max_len=8,
+                                            positional="learned")
+    save_torch(DecoderOnlyTransformer(config, np.random.default_rng(0)), tmp_path)
+    header, data = split_file((tmp_path / WEIGHTS).read_bytes())
+    (tmp_path / WEIGHTS).write_bytes(nan_weights(header, data))
+    with pytest.raises(ValueError, match="holds NaN or infinite values"):
+        load_torch(tmp_path)
+    (tmp_path / WEIGHTS).write_bytes(a_gap_between_tensors(header, data))
+    with pytest.raises(ValueError, match="not a valid safetensors file"):
+        load_torch(tmp_path)
