@@ -151,6 +151,13 @@ def a_shape_the_config_does_not_give(header, data):
     return joined({**header, name: {**header[name], "shape": header[name]["shape"][::-1]}}, data)
 
 
+def a_layer_the_config_does_not_give(header, data):
+    """Layer 0's c_proj bias also stored as layer 1's: the weights of a deeper model."""
+    entry, end = header["transformer.h.0.mlp.c_proj.bias"], len(data)
+    return joined({**header, "transformer.h.1.mlp.c_proj.bias": {**entry, "data_offsets": [end, end + 32]}},
+                  data + data[slice(*entry["data_offsets"])])
+
+
 HOSTILE = {  # how the file is made: what the one line says
     offsets_into_the_header: "invalid JSON in header: invalid value: integer `-",
     overlapping_ranges: "invalid offset for tensor",
@@ -168,6 +175,8 @@ HOSTILE = {  # how the file is made: what the one line says
     a_weight_under_two_names: "the tensors transformer.ln_f.bias and ln_f.bias are the same weight ln_f.bias",
     a_missing_tensor: "no tensor h.0.mlp.c_proj.bias",
     a_shape_the_config_does_not_give: r"c_attn.weight has shape \(24, 8\); config.json asks for \(8, 24\)",
+    a_layer_the_config_does_not_give: r"the tensor transformer.h.1.mlp.c_proj.bias is of layer 1, but config.json's "
+                                      r"model has 1 layer\(s\)",
 }
 
 

@@ -86,8 +86,23 @@ def load_hugging_face(folder, dtype="float32"):
     model_class = DecoderOnlyTransformer if kind == "gpt2" else EncoderOnlyTransformer
     model = model_class(config, np.random.default_rng(0))
     weights = SafetensorsWeights(folder / WEIGHTS_FILE, hugging_face_name)
+    check_layer_count(weights, LAYER_NAME[kind], config.n_layers)
     fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config), weights.path)
     return model.eval()
+
+
+LAYER_NAME = {"gpt2": re.compile(r"h\.(\d+)\."), "bert": re.compile(r"bert\.encoder\.layer\.(\d+)\.")}
+
+
+def check_layer_count(weights, layer_name, n_layers):
+    """A ValueError naming a tensor of a layer beyond the n_layers of config.json: the weights
+    of a deeper model, which would load as its first layers without a word."""
+    for name in weights.entries:
+        layer = layer_name.match(name)
+        if layer and int(layer[1]) >= n_layers:
+            raise ValueError(f"{weights.path}: the tensor {weights.file_names[name]} is of layer {layer[1]}, but "
+                             f"config.json's model has {n_layers} layer(s): use the config.json saved with these "
+                             f"weights")
 
 
 def hugging_face_name(name):
