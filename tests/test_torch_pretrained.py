@@ -2,7 +2,8 @@
 (numpy_transformer/interop/pretrained.py) match `transformers`: tiny random models are built and saved
 in Hugging Face format here (no network), loaded, and compared logit for logit, layer for layer,
 head for head, and token for token in greedy generation. `transformers` and PyTorch are
-test-only dependencies; the library reads the safetensors format itself."""
+test-only dependencies; the library reads the safetensors format through `safetensors`' NumPy
+reader."""
 import numpy as np
 import pytest
 

@@ -62,7 +62,8 @@ def torch_state(model):
 
 
 def ours_from_torch(model, arrays):
-    """(our name, array) pairs from a torch state (`torch_state`'s inverse)."""
+    """(our name, array) pairs from a torch state (`torch_state`'s inverse); arrays: a mapping
+    torch name → array (a dict, or `SafetensorsWeights`, which reads each tensor when asked)."""
     for torch_name, names, layout in layout_table(model):
         value = arrays[torch_name]
         if layout == "stacked":
@@ -129,7 +130,7 @@ def load_torch(folder):
     model = (Transformer if config.kind == "encoder-decoder" else DecoderOnlyTransformer)(config,
                                                                                          np.random.default_rng(0))
     weights = SafetensorsWeights(folder / WEIGHTS_FILE)
-    fill_parameters(model, ours_from_torch(model, {name: weights[name] for name in weights.entries}))
+    fill_parameters(model, ours_from_torch(model, weights), weights.path)      # one tensor at a time
     return model
 
 

@@ -42,9 +42,11 @@ the positions. GPT-2 has no padding token (`pad_id` None, unless its config name
 """
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from safetensors import SafetensorError, safe_open
 
 from numpy_transformer.data.hub import model_folder
 from numpy_transformer.data.hub_tokenizer import HubTokenizer
@@ -88,12 +90,23 @@ def load_hugging_face(folder, dtype="float32"):
     model_class = DecoderOnlyTransformer if kind == "gpt2" else EncoderOnlyTransformer
     model = model_class(config, np.random.default_rng(0))
     weights = SafetensorsWeights(folder / WEIGHTS_FILE, hugging_face_name)
-    try:
-        fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config.n_layers))
-    except KeyError as missing:
-        raise ValueError(f"{folder / WEIGHTS_FILE}: no weight {missing} (not a {kind} checkpoint of the usual "
-                         f"format)") from None
+    check_layer_count(weights, LAYER_NAME[kind], config.n_layers)
+    fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config), weights.path)
     return model.eval()
+
+
+LAYER_NAME = {"gpt2": re.compile(r"h\.(\d+)\."), "bert": re.compile(r"bert\.encoder\.layer\.(\d+)\.")}
+
+
+def check_layer_count(weights, layer_name, n_layers):
+    """A ValueError naming a tensor of a layer beyond the n_layers of config.json: the weights
+    of a deeper model, which would load as its first layers without a word."""
+    for name in weights.entries:
+        layer = layer_name.match(name)
+        if layer and int(layer[1]) >= n_layers:
+            raise ValueError(f"{weights.path}: the tensor {weights.file_names[name]} is of layer {layer[1]}, but "
+                             f"config.json's model has {n_layers} layer(s): use the config.json saved with these "
+                             f"weights")
 
 
 def hugging_face_name(name):
@@ -105,18 +118,19 @@ def hugging_face_name(name):
     return name
 
 
-def fill_parameters(model, pairs):
+def fill_parameters(model, pairs, source="the weights"):
     """Copy each (name, array) of `pairs` into the model's parameter of that name as it comes;
-    a ValueError for a name or shape the model lacks, or a parameter no pair filled."""
+    a ValueError, beginning with `source` (where the pairs come from), for a name or shape the
+    model lacks, or a parameter no pair filled."""
     parameters = dict(model.named_parameters())
     for name, array in pairs:
         if name not in parameters or parameters[name].shape != array.shape:
-            raise ValueError(f"{name} {array.shape} does not fit the model (expected "
+            raise ValueError(f"{source}: {name} {array.shape} does not fit the model (expected "
                              f"{parameters[name].shape if name in parameters else 'no such parameter'})")
         target = parameters.pop(name)
         target.data = np.ascontiguousarray(array, dtype=target.dtype)     # a copy only of views and casts
     if parameters:
-        raise ValueError(f"no weight for {', '.join(parameters)}")
+        raise ValueError(f"{source}: no weight for {', '.join(parameters)}")
 
 
 def read_config(folder):
@@ -129,10 +143,17 @@ def read_config(folder):
 
 class SafetensorsWeights:
     """model.safetensors as a mapping name → array, each tensor read from the file when asked
-    for (no PyTorch, no memory map: what was read is freed once copied into the model). The
-    format: an 8-byte little-endian header length, a JSON header giving each tensor's dtype,
-    shape and byte range, then the data. rename: what the names become (`hugging_face_name`
-    for the checkpoints of the Hub)."""
+    for (no PyTorch; the file is opened for each tensor and closed again, so what was read is
+    freed once copied into the model). The format: an 8-byte little-endian header length, a
+    JSON header giving each tensor's dtype, shape and byte range, then the data. rename: what
+    the names become (`hugging_face_name` for the checkpoints of the Hub).
+
+    The file comes from elsewhere, so nothing in it is trusted. The `safetensors` library checks,
+    on every opening, that the header is a JSON object of complete entries, and that the byte
+    ranges lie in the file, follow one another without gap or overlap and each hold shape ×
+    dtype bytes. Here: no name twice (the library keeps the last), before or after `rename`;
+    only the dtypes read here; every tensor read finite. Each failure is one ValueError naming
+    the file."""
 
     DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "BF16": np.uint16}
 
@@ -141,24 +162,69 @@ class SafetensorsWeights:
             raise FileNotFoundError(f"{path}: no such file (only the safetensors format is read, not "
                                     f"pytorch_model.bin)")
         self.path = path
-        with open(path, "rb") as file:
-            length = int.from_bytes(file.read(8), "little")
-            header = json.loads(file.read(length))
-        self.data_start = 8 + length
+        with self._open():                                # the library's checks first
+            self.data_start, header = _header_without_repeated_names(path)
         header.pop("__metadata__", None)
         unknown = sorted({entry["dtype"] for entry in header.values()} - set(self.DTYPES))
         if unknown:
             raise ValueError(f"{path}: tensors of dtype {', '.join(unknown)}, which this project does not read")
-        self.entries = {rename(name): entry for name, entry in header.items()}
+        self.entries, self.file_names = {}, {}
+        for name, entry in header.items():
+            if rename(name) in self.entries:
+                raise ValueError(f"{path}: the tensors {self.file_names[rename(name)]} and {name} are the same "
+                                 f"weight {rename(name)}: keep one of them")
+            self.entries[rename(name)], self.file_names[rename(name)] = entry, name
 
     def __getitem__(self, name):
+        if name not in self.entries:
+            raise ValueError(f"{self.path}: no tensor {name} (a checkpoint of another model or format)")
+        with self._open() as file:
+            array = self._bfloat16(name) if self.entries[name]["dtype"] == "BF16" else \
+                file.get_tensor(self.file_names[name])
+        if not np.isfinite(array).all():
+            raise ValueError(f"{self.path}: the tensor {self.file_names[name]} holds NaN or infinite values (the "
+                             f"model that saved it had diverged, or the file is damaged): use another checkpoint")
+        return array
+
+    def shaped(self, name, shape):
+        """The tensor `name`, which the model's configuration says is of `shape` (checked before
+        it is split or indexed); a ValueError naming it otherwise."""
+        if name in self.entries and tuple(self.entries[name]["shape"]) != shape:
+            raise ValueError(f"{self.path}: the tensor {self.file_names[name]} has shape "
+                             f"{tuple(self.entries[name]['shape'])}; config.json asks for {shape}")
+        return self[name]
+
+    def _open(self):
+        """The file opened by the library, which checks its header; a ValueError naming the file."""
+        try:
+            return safe_open(str(self.path), framework="numpy")
+        except SafetensorError as error:
+            message = " ".join(str(error).split())
+            raise ValueError(f"{self.path}: not a valid safetensors file ({message}): the file is damaged or was "
+                             f"not written in this format; download or export it again") from None
+
+    def _bfloat16(self, name):
+        """A bfloat16 tensor (NumPy has no such dtype) as float32: the upper half of a float32's
+        bits, read from the byte range the library has checked."""
         entry = self.entries[name]
         begin, end = entry["data_offsets"]
-        dtype = np.dtype(self.DTYPES[entry["dtype"]]).newbyteorder("<")
-        array = np.fromfile(self.path, dtype, (end - begin) // dtype.itemsize, offset=self.data_start + begin)
-        if entry["dtype"] == "BF16":                  # bfloat16: the upper half of a float32's bits
-            array = (array.astype(np.uint32) << 16).view(np.float32)
-        return array.reshape(entry["shape"])
+        bits = np.fromfile(self.path, "<u2", (end - begin) // 2, offset=self.data_start + begin)
+        return (bits.astype(np.uint32) << 16).view(np.float32).reshape(entry["shape"])
+
+
+def _header_without_repeated_names(path):
+    """(where the data starts, {name: entry}) of a safetensors file the library has accepted; a
+    ValueError when a name appears twice in one object (JSON readers keep the last)."""
+    def unique(pairs):
+        repeated = sorted(name for name, count in Counter(name for name, _ in pairs).items() if count > 1)
+        if repeated:
+            raise ValueError(f"{path}: the header names {', '.join(repeated)} more than once: the file is damaged "
+                             f"or was not written by a safetensors writer; download or export it again")
+        return dict(pairs)
+
+    with open(path, "rb") as file:
+        length = int.from_bytes(file.read(8), "little")
+        return 8 + length, json.loads(file.read(length), object_pairs_hook=unique)
 
 
 def gpt2_config(hf, dtype):
@@ -190,16 +256,17 @@ def _activation(name):
     return ACTIVATIONS[name]
 
 
-def gpt2_state(weights, n_layers):
+def gpt2_state(weights, config):
     """(name here, array) pairs from GPT-2's weights (the first table of the module docstring),
     each tensor of the file read once."""
+    d = config.d_model
     yield "stack.embedding.weight", weights["wte.weight"]
     yield "stack.positional.P", weights["wpe.weight"]
     yield from _norm("stack.final_norm", weights, "ln_f")
-    for i in range(n_layers):
+    for i in range(config.n_layers):
         hf, here = f"h.{i}", f"stack.layers.{i}"
-        columns = np.split(weights[f"{hf}.attn.c_attn.weight"], 3, axis=1)
-        biases = np.split(weights[f"{hf}.attn.c_attn.bias"], 3)
+        columns = np.split(weights.shaped(f"{hf}.attn.c_attn.weight", (d, 3 * d)), 3, axis=1)
+        biases = np.split(weights.shaped(f"{hf}.attn.c_attn.bias", (3 * d,)), 3)
         for name, weight, bias in zip(("W_q", "W_k", "W_v"), columns, biases):
             yield f"{here}.self_attn.{name}.weight", weight
             yield f"{here}.self_attn.{name}.bias", bias
@@ -210,17 +277,21 @@ def gpt2_state(weights, n_layers):
         yield from _norm(f"{here}.norm_2", weights, f"{hf}.ln_2")
 
 
-def bert_state(weights, n_layers):
+def bert_state(weights, config):
     """(name here, array) pairs from BERT's weights (the second table of the module docstring)."""
     embeddings = "bert.embeddings"
     yield "stack.embedding.weight", weights[f"{embeddings}.word_embeddings.weight"]
-    yield "stack.positional.P", np.add(weights[f"{embeddings}.position_embeddings.weight"],
-                                       weights[f"{embeddings}.token_type_embeddings.weight"][0], dtype=np.float64)
+    positions = weights.shaped(f"{embeddings}.position_embeddings.weight", (config.max_len, config.d_model))
+    token_types = weights[f"{embeddings}.token_type_embeddings.weight"]
+    if token_types.ndim != 2 or token_types.shape[0] == 0 or token_types.shape[1] != config.d_model:
+        raise ValueError(f"{weights.path}: the tensor {embeddings}.token_type_embeddings.weight has shape "
+                         f"{token_types.shape}; config.json asks for (type_vocab_size, {config.d_model})")
+    yield "stack.positional.P", np.add(positions, token_types[0], dtype=np.float64)
     yield from _norm("stack.embedding_norm", weights, f"{embeddings}.LayerNorm")
     yield from _linear("head_transform", weights, "cls.predictions.transform.dense", transposed=True)
     yield from _norm("head_norm", weights, "cls.predictions.transform.LayerNorm")
     yield "head_bias", weights["cls.predictions.bias"]
-    for i in range(n_layers):
+    for i in range(config.n_layers):
         hf, here = f"bert.encoder.layer.{i}", f"stack.layers.{i}"
         for name, part in (("W_q", "query"), ("W_k", "key"), ("W_v", "value")):
             yield from _linear(f"{here}.self_attn.{name}", weights, f"{hf}.attention.self.{part}", transposed=True)
