@@ -252,11 +252,16 @@ def model_config(model_fields, vocab_sizes, pad_id, max_len, task="translation")
     return config
 
 
+def physical_memory():
+    """This machine's memory in bytes, or None where the system does not say."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
+
+
 def check_fits_in_memory(config):
     """A ValueError when the weights, their gradients and Adam's two moments (four arrays of the
     parameters' size) alone would take more than this machine's memory."""
     needed = 4 * analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
+    memory = physical_memory()
     if memory and needed > memory:
         raise ValueError(f"the model would need {needed / 2**30:,.1f} GiB for its weights, gradients and Adam's "
                          f"moments, more than this machine's {memory / 2**30:,.1f} GiB: choose a smaller --d-model, "
