@@ -179,8 +179,9 @@ def test_each_bad_field_of_a_gpt2_config_is_one_line_naming_it(gpt2, field, valu
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("position_embedding_type", "relative_key", "position_embedding_type='relative_key' is an option this project "
-                                                "does not implement (it loads position_embedding_type=\"absolute\" only)"),
+    ("position_embedding_type", "relative_key",
+     "position_embedding_type='relative_key' is an option this project does not implement (it loads "
+     "position_embedding_type=\"absolute\" only)"),
     ("tie_word_embeddings", False, "tie_word_embeddings=False is an option"),
     ("is_decoder", True, "is_decoder=True is an option"),
     ("hidden_act", ["gelu"], "hidden_act must be one of gelu_new, gelu_pytorch_tanh, gelu, relu, got ['gelu']"),
@@ -295,6 +296,65 @@ def test_the_padding_and_truncation_of_tokenizer_json_are_switched_off(bert, tmp
     assert HubTokenizer.load(bert).encode(text) == HubTokenizer.load(unpadded).encode(text)     # 6 ids, no [PAD]
     assert len(HubTokenizer.load(bert).encode(text)) == 6
     assert fill_mask(bert, text) == fill_mask(unpadded, text)
-    long_text = "the cat sat on the mat and the dog sat on a hat . the [MASK] ran"            # 17 ids: cut at 12 before
-    assert_one_line(fill_mask(bert, long_text), r"the text is 19 tokens long \(\[CLS\] and \[SEP\] included\), and this "
-                                                r"model reads at most 16")
+    long_text = "the cat sat on the mat and the dog sat on a hat . the [MASK] ran"     # 17 ids: cut at 12 before
+    assert_one_line(fill_mask(bert, long_text),
+                    r"the text is 19 tokens long \(\[CLS\] and \[SEP\] included\), and this model reads at most 16")
+
+
+HOSTILE_VALUES = [None, True, False, 0, -1, 1, 2, 3, 7, 2 ** 31, 2 ** 70, 1e308, -0.5, 0.5, float("nan"),
+                  float("inf"), "", "gelu", "[MASK]", "<|endoftext|>", "x" * 500, [], [1, 2], {}, {"content": "[SEP]"},
+                  {"content": 1}, {"a": [None]}]
+GPT2_FIELDS = ["model_type", "vocab_size", "n_embd", "n_head", "n_inner", "n_layer", "n_positions",
+               "activation_function", "layer_norm_epsilon", "resid_pdrop", "pad_token_id", "scale_attn_weights",
+               "tie_word_embeddings", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
+               "add_cross_attention"]
+BERT_FIELDS = ["model_type", "vocab_size", "hidden_size", "num_attention_heads", "intermediate_size",
+               "num_hidden_layers", "max_position_embeddings", "hidden_act", "layer_norm_eps", "hidden_dropout_prob",
+               "pad_token_id", "position_embedding_type", "tie_word_embeddings", "is_decoder", "add_cross_attention"]
+ROLES = ["bos_token", "eos_token", "cls_token", "sep_token", "mask_token", "pad_token", "unk_token",
+         "additional_special_tokens"]
+
+
+def assert_runs_or_one_line(result, what):
+    status, _, err = result
+    assert status in (0, 1), (what, status, err)
+    assert "Traceback" not in err and "panicked" not in err, (what, err)
+    if status == 1:
+        assert err.startswith("numpy-transformer ") and ": error: " in err and err.count("\n") == 1, (what, err)
+
+
+def hostile_edits(rng, fields, n):
+    """n (field, value) pairs: random fields, each given a random hostile JSON value."""
+    return [(fields[rng.integers(len(fields))], HOSTILE_VALUES[rng.integers(len(HOSTILE_VALUES))]) for _ in range(n)]
+
+
+def test_random_values_in_every_field_read_load_or_give_one_line(bert, gpt2):
+    rng = np.random.default_rng(0)
+    bert_config_text, gpt2_config_text = (bert / "config.json").read_text(), (gpt2 / "config.json").read_text()
+    for folder, run, config_text, fields in ((bert, fill_mask, bert_config_text, BERT_FIELDS),
+                                            (gpt2, generate, gpt2_config_text, GPT2_FIELDS)):
+        for field, value in hostile_edits(rng, fields, 40):
+            edit_json(folder / "config.json", lambda config: config.update({field: value}))
+            assert_runs_or_one_line(run(folder), f"config.json {field}={value!r}")
+            (folder / "config.json").write_text(config_text)
+        for file in ("special_tokens_map.json", "tokenizer_config.json"):
+            for role, value in hostile_edits(rng, ROLES, 15):
+                (folder / file).write_text(json.dumps({role: value}))
+                assert_runs_or_one_line(run(folder), f"{file} {role}={value!r}")
+            (folder / file).unlink()
+
+
+def test_truncated_or_bit_flipped_tokenizer_json_loads_or_gives_one_line(bert, gpt2):
+    rng = np.random.default_rng(0)
+    for folder, run in ((bert, fill_mask), (gpt2, generate)):
+        original = (folder / "tokenizer.json").read_bytes()
+        for trial in range(60):
+            damaged = bytearray(original)
+            if trial % 2:
+                damaged = damaged[:rng.integers(len(damaged))]
+            else:                    # flips inside the text of names and values, which keep the JSON readable
+                letters = [i for i, byte in enumerate(damaged) if chr(byte).isalnum() or chr(byte) in "[]#_"]
+                for i in rng.choice(letters, rng.integers(1, 4), replace=False):
+                    damaged[i] ^= 1 << rng.integers(6)
+            (folder / "tokenizer.json").write_bytes(bytes(damaged))
+            assert_runs_or_one_line(run(folder), f"tokenizer.json, trial {trial}")

@@ -103,8 +103,8 @@ def saved_roles(path):
     "content" is the string."""
     saved = read_json(path)
     if not isinstance(saved, dict):
-        raise ValueError(f"{path}: expected a JSON object of special tokens such as {{\"mask_token\": \"[MASK]\"}}, got "
-                         f"{type(saved).__name__}")
+        raise ValueError(f"{path}: expected a JSON object of special tokens such as {{\"mask_token\": \"[MASK]\"}}, "
+                         f"got {type(saved).__name__}")
     roles = {}
     for role in DEFAULT_ROLES.keys() & saved.keys():
         value = saved[role]

@@ -185,9 +185,9 @@ class ConfigFields:
             raise ValueError(f"{self.path}: {name} must be one of {', '.join(allowed)}, got {shown(value)}")
         return value
 
-    def require(self, name, default, supported):
-        """A field whose only value this project implements is `supported` (its default in `transformers`)."""
-        value = self.get(name, default)
+    def require(self, name, supported):
+        """A field whose only value this project implements is `supported`, its default in `transformers`."""
+        value = self.get(name, supported)
         if type(value) is not type(supported) or value != supported:
             raise ValueError(f"{self.path}: {name}={shown(value)} is an option this project does not implement "
                              f"(it loads {name}={json.dumps(supported)} only)")
@@ -244,7 +244,7 @@ class SafetensorsWeights:
         return array.reshape(entry["shape"])
 
 
-# the options of GPT-2 and BERT this project implements in one way only: (default of transformers, the value read)
+# the options of GPT-2 and BERT this project implements one way only, the way `transformers` does by default
 GPT2_FIXED = {"scale_attn_weights": True, "tie_word_embeddings": True, "scale_attn_by_inverse_layer_idx": False,
               "reorder_and_upcast_attn": False, "add_cross_attention": False}
 BERT_FIXED = {"position_embedding_type": "absolute", "tie_word_embeddings": True, "is_decoder": False,
@@ -254,14 +254,16 @@ BERT_FIXED = {"position_embedding_type": "absolute", "tie_word_embeddings": True
 def gpt2_config(hf, dtype):
     """The TransformerConfig of GPT-2's config.json (`ConfigFields`), every field checked."""
     for name, value in GPT2_FIXED.items():
-        hf.require(name, value, value)
+        hf.require(name, value)
     d = hf.integer("n_embd", 1, MAX_WIDTH)
     vocab_size = hf.integer("vocab_size", 1, MAX_VOCABULARY)
     d_ff = hf.integer("n_inner", 1, MAX_WIDTH) if hf.get("n_inner", None) is not None else 4 * d
-    return built_config(hf, "n_embd", "n_head", TransformerConfig.decoder_only, vocab_size, d_model=d, n_heads=hf.integer("n_head", 1, d), d_ff=d_ff,
-        n_layers=hf.integer("n_layer", 1, MAX_LAYERS), dropout=hf.number("resid_pdrop", 0, 1, 0.1, high_open=True),
+    return built_config(
+        hf, "n_embd", "n_head", TransformerConfig.decoder_only, vocab_size, d_model=d,
+        n_heads=hf.integer("n_head", 1, d), d_ff=d_ff, n_layers=hf.integer("n_layer", 1, MAX_LAYERS),
+        dropout=hf.number("resid_pdrop", 0, 1, 0.1, high_open=True),
         max_len=hf.integer("n_positions", 1, MAX_POSITIONS), positional="learned", norm_variant="torch",
-        norm_eps=hf.number("layer_norm_epsilon", 0, None, 1e-5, low_open=True), norm_placement="pre",
+        norm_placement="pre", norm_eps=hf.number("layer_norm_epsilon", 0, None, 1e-5, low_open=True),
         activation=ACTIVATIONS[hf.choice("activation_function", ACTIVATIONS, "gelu_new")], tie_embeddings=True,
         scale_embeddings=False, pad_id=hf.optional_id("pad_token_id", vocab_size), dtype=dtype)
 
@@ -269,15 +271,16 @@ def gpt2_config(hf, dtype):
 def bert_config(hf, dtype):
     """The TransformerConfig of BERT's config.json (`ConfigFields`), every field checked."""
     for name, value in BERT_FIXED.items():
-        hf.require(name, value, value)
+        hf.require(name, value)
     d = hf.integer("hidden_size", 1, MAX_WIDTH)
     vocab_size = hf.integer("vocab_size", 1, MAX_VOCABULARY)
-    return built_config(hf, "hidden_size", "num_attention_heads", TransformerConfig.encoder_only, vocab_size,
-        d_model=d, n_heads=hf.integer("num_attention_heads", 1, d),
-        d_ff=hf.integer("intermediate_size", 1, MAX_WIDTH), n_layers=hf.integer("num_hidden_layers", 1, MAX_LAYERS),
+    return built_config(
+        hf, "hidden_size", "num_attention_heads", TransformerConfig.encoder_only, vocab_size, d_model=d,
+        n_heads=hf.integer("num_attention_heads", 1, d), d_ff=hf.integer("intermediate_size", 1, MAX_WIDTH),
+        n_layers=hf.integer("num_hidden_layers", 1, MAX_LAYERS),
         dropout=hf.number("hidden_dropout_prob", 0, 1, 0.1, high_open=True),
         max_len=hf.integer("max_position_embeddings", 1, MAX_POSITIONS), positional="learned", norm_variant="torch",
-        norm_eps=hf.number("layer_norm_eps", 0, None, 1e-12, low_open=True), norm_placement="post",
+        norm_placement="post", norm_eps=hf.number("layer_norm_eps", 0, None, 1e-12, low_open=True),
         activation=ACTIVATIONS[hf.choice("hidden_act", ACTIVATIONS, "gelu")], tie_embeddings=True,
         scale_embeddings=False, embedding_norm=True, pad_id=hf.optional_id("pad_token_id", vocab_size, 0),
         dtype=dtype)
