@@ -238,7 +238,7 @@ def test_a_special_token_the_tokenizer_lacks_is_one_line_naming_token_and_file(b
 def test_a_tokenizer_without_the_default_special_tokens_is_one_line(tmp_path):
     tokenizer = bert_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
     folder = write_folder(tmp_path / "bert", bert_config(15), bert_tensors(15, np.random.default_rng(0)), tokenizer)
-    assert_one_line(fill_mask(folder), r"tokenizer.json has no token '\[MASK\]', the mask_token of the default: "
+    assert_one_line(fill_mask(folder), r"tokenizer.json has no token '\[MASK\]', the mask_token by default: "
                                        r"fill-mask needs it")
 
 

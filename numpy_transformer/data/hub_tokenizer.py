@@ -80,13 +80,14 @@ class HubTokenizer(TextTokenizer):
         """A ValueError naming the first of `roles` whose token tokenizer.json lacks, and the file
         that named it: `command` needs them."""
         for role in roles:
-            token, source = self.roles[role], self.sources.get(role, "the default")
+            token, source = self.roles[role], self.sources.get(role)
             if token is None:
                 raise ValueError(f"{self.path.parent / source}: {role} is null, and {command} needs that token (name "
                                  f"the tokenizer's own token as {role} in {SPECIAL_TOKENS_FILE})")
             if self.ids[role] is None:
-                raise ValueError(f"{self.path} has no token {token!r}, the {role} of {source}: {command} needs it "
-                                 f"(name the tokenizer's own token as {role} in {SPECIAL_TOKENS_FILE})")
+                named = f"of {source}" if source else "by default"
+                raise ValueError(f"{self.path} has no token {token!r}, the {role} {named}: {command} needs it (name "
+                                 f"the tokenizer's own token as {role} in {SPECIAL_TOKENS_FILE})")
 
 
 def read_json(path):
