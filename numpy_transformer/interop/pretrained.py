@@ -145,14 +145,14 @@ def read_config(folder):
 REQUIRED = object()                   # the default of a field that config.json must have
 # the bounds of the sizes config.json gives: far above every published model (GPT-3 has 96 layers
 # of width 12288, the largest vocabularies about 256,000 tokens), far below what would hang the
-# loader; the memory the weights need is checked too (`check_fits_in_memory`)
+# loader; the memory the weights need is checked too (`built_config`)
 MAX_LAYERS, MAX_WIDTH, MAX_VOCABULARY, MAX_POSITIONS = 1024, 2**17, 2**22, 2**20
 
 
 class ConfigFields:
     """The fields of a Hugging Face config.json, each checked as it is read: a ValueError naming
-    the file, the field, what it must be and what it is. A field absent (or null where
-    `transformers` reads null as its default) takes the default given, when there is one."""
+    the file, the field, what it must be and what it is. A field absent takes the default given,
+    when there is one (`transformers`' default); n_inner and pad_token_id may also be null."""
 
     def __init__(self, path, values):
         if not isinstance(values, dict):
