@@ -358,3 +358,23 @@ def test_truncated_or_bit_flipped_tokenizer_json_loads_or_gives_one_line(bert, g
                     damaged[i] ^= 1 << rng.integers(6)
             (folder / "tokenizer.json").write_bytes(bytes(damaged))
             assert_runs_or_one_line(run(folder), f"tokenizer.json, trial {trial}")
+
+
+@pytest.mark.torch
+def test_fill_mask_on_a_padding_tokenizer_gives_the_probabilities_of_transformers(bert):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    set_padding_and_truncation(bert, 12)
+    text = "the cat [MASK] on the mat"
+    status, out, err = fill_mask(bert, text)
+    assert status == 0, err
+    model = transformers.BertForMaskedLM.from_pretrained(bert).eval()
+    reference = transformers.PreTrainedTokenizerFast(tokenizer_file=str(bert / "tokenizer.json"))
+    inputs = reference(text, return_tensors="pt")["input_ids"]
+    assert inputs.shape == (1, 8)                                  # [CLS] text [SEP], no padding
+    with torch.no_grad():
+        probabilities = torch.softmax(model(inputs).logits[0, 3].double(), -1)
+    for line in out.splitlines():
+        token, probability = line.split("\t")
+        assert float(probability) == pytest.approx(probabilities[reference.convert_tokens_to_ids(token)].item(),
+                                                   abs=1e-4), token
