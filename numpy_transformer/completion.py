@@ -7,7 +7,8 @@
 
 A causal model reads [SOS] and the prompt's tokens and continues it (`sampling.generate`) until
 [EOS] or `max_new_tokens`; a masked model reads [CLS] text [SEP] and gives, at each [MASK],
-P(x_i | x_≠i) over the vocabulary (its special tokens left out of the ranking).
+P(x_i | x_≠i) over the vocabulary (its special tokens left out of the ranking, and the ids of a
+vocabulary padded past its tokenizer, which have no token).
 """
 import numpy as np
 
@@ -69,6 +70,6 @@ def fill_mask(model, tokenizer, text, top_k=5):
     p = np.exp(logits - logits.max(axis=-1, keepdims=True))
     p /= p.sum(axis=-1, keepdims=True)
     ranked = np.argsort(-p, axis=-1, kind="stable")
-    ordinary = ~np.isin(ranked, tokenizer.special_ids)
+    ordinary = ~np.isin(ranked, tokenizer.special_ids) & (ranked < tokenizer.vocab_size)
     return [[(tokenizer.token(i), float(row_p[i])) for i in row[keep][:top_k]]
             for row, keep, row_p in zip(ranked, ordinary, p)]

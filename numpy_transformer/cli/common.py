@@ -87,6 +87,12 @@ MODEL_NAMES = {"translation": "a translation model", "lm": "a causal language mo
                "mlm": "a masked language model (BERT)"}
 
 
+# the special tokens each command puts around the text: generate starts an empty prompt with
+# bos_token and stops at eos_token; fill-mask reads [CLS] text [SEP] and predicts at [MASK]
+NEEDED_TOKENS = {"lm": ("bos_token", "eos_token"), "mlm": ("cls_token", "sep_token", "mask_token")}
+TASK_COMMANDS = {"lm": "generate", "mlm": "fill-mask"}
+
+
 def load_model_of(directory, task):
     """The checkpoint in `directory`, which must hold a model of `task` ("translation", "lm"
     or "mlm"); a ValueError naming what it holds and what to train otherwise."""
@@ -114,6 +120,7 @@ def load_language_model(name, task, cache_dir=None):
     if model.config.causal != (task == "lm"):
         held = "a GPT-2 (causal)" if model.config.causal else "a BERT (masked)"
         raise ValueError(f"{name} holds {held} model; this command needs {MODEL_NAMES[task]}")
+    tokenizer.require(NEEDED_TOKENS[task], TASK_COMMANDS[task])
     return model, tokenizer, None
 
 

@@ -15,7 +15,8 @@ import threading
 from pathlib import Path
 
 HUB_TIMEOUT = 3.0   # seconds to wait for the Hub before calling it unreachable
-MODEL_FILES = ["config.json", "model.safetensors", "tokenizer.json", "special_tokens_map.json"]
+MODEL_FILES = ["config.json", "model.safetensors", "tokenizer.json", "special_tokens_map.json",
+               "tokenizer_config.json"]
 
 
 class DataUnavailableError(RuntimeError):

@@ -48,11 +48,14 @@ from pathlib import Path
 import numpy as np
 from safetensors import SafetensorError, safe_open
 
+from autograd.checks import checked_integer, checked_number
 from numpy_transformer.data.hub import model_folder
-from numpy_transformer.data.hub_tokenizer import HubTokenizer
+from numpy_transformer.data.hub_tokenizer import HubTokenizer, read_json
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 from numpy_transformer.training.output_folder import check_whole
+from numpy_transformer.model import analytic_parameter_count
+from numpy_transformer.memory_budget import machine_memory
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
@@ -61,7 +64,22 @@ CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
 def load_pretrained(name, cache_dir=None, dtype="float32"):
     """(model, tokenizer) of a Hugging Face model folder, or of a Hub name (`data.hub.model_folder`)."""
     folder = model_folder(name, cache_dir)
-    return load_hugging_face(folder, dtype), HubTokenizer.load(folder)
+    tokenizer = HubTokenizer.load(folder)
+    model = load_hugging_face(folder, dtype)
+    check_tokenizer_fits(tokenizer, model.config.vocab_size, folder / CONFIG_FILE)
+    return model, tokenizer
+
+
+def check_tokenizer_fits(tokenizer, vocab_size, config_path):
+    """A ValueError when the tokenizer has an id beyond the model's vocabulary: the two files do
+    not belong together. A tokenizer with fewer ids is accepted, as `transformers` accepts it:
+    vocabularies are often padded (to a multiple of 8 or 64) past their tokenizer; the ids
+    without a token decode to nothing and are never fill-mask candidates."""
+    vocabulary = tokenizer.tokenizer.get_vocab(with_added_tokens=True)
+    token, last = max(vocabulary.items(), key=lambda pair: pair[1], default=(None, -1))
+    if last >= vocab_size:
+        raise ValueError(f"{tokenizer.path}: the token {token!r} has id {last}, beyond the model's vocabulary of "
+                         f"{vocab_size} ids (vocab_size in {config_path}): the two files do not belong together")
 
 
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")      # gpt2, openai-community/gpt2
@@ -85,7 +103,7 @@ def load_hugging_face(folder, dtype="float32"):
     hf_config = read_config(folder)
     kind = hf_config.get("model_type")
     if kind not in ("gpt2", "bert"):
-        raise ValueError(f"{folder / CONFIG_FILE}: model_type {kind!r} is not one this project loads (gpt2, bert)")
+        raise ValueError(f"{folder / CONFIG_FILE}: model_type {shown(kind)} is not one this project loads (gpt2, bert)")
     config = (gpt2_config if kind == "gpt2" else bert_config)(hf_config, dtype)
     model_class = DecoderOnlyTransformer if kind == "gpt2" else EncoderOnlyTransformer
     model = model_class(config, np.random.default_rng(0))
@@ -134,11 +152,80 @@ def fill_parameters(model, pairs, source="the weights"):
 
 
 def read_config(folder):
+    """config.json of `folder` as `ConfigFields`: a JSON object, else a ValueError naming the file."""
     path = folder / CONFIG_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (a Hugging Face model folder holds {CONFIG_FILE} and "
                                 f"{WEIGHTS_FILE})")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return ConfigFields(path, read_json(path))
+
+
+REQUIRED = object()                   # the default of a field that config.json must have
+# the bounds of the sizes config.json gives: far above every published model (GPT-3 has 96 layers
+# of width 12288, the largest vocabularies about 256,000 tokens), far below what would hang the
+# loader; the memory the weights need is checked too (`built_config`)
+MAX_LAYERS, MAX_WIDTH, MAX_VOCABULARY, MAX_POSITIONS = 1024, 2**17, 2**22, 2**20
+
+
+class ConfigFields:
+    """The fields of a Hugging Face config.json, each checked as it is read: a ValueError naming
+    the file, the field, what it must be and what it is. A field absent takes the default given,
+    when there is one (`transformers`' default); n_inner and pad_token_id may also be null."""
+
+    def __init__(self, path, values):
+        if not isinstance(values, dict):
+            raise ValueError(f"{path}: expected a JSON object of the model's settings, got {shown(values)}")
+        self.path, self.values = path, values
+
+    def get(self, name, default=REQUIRED):
+        if name in self.values:
+            return self.values[name]
+        if default is REQUIRED:
+            raise ValueError(f"{self.path}: no field {name!r}, which this project needs to build the model")
+        return default
+
+    def checked(self, check, name, default, *bounds, **options):
+        """The field `name` passed through `check` (one of `autograd.checks`), its error with the file in front."""
+        try:
+            return check(name, self.get(name, default), *bounds, **options)
+        except ValueError as error:
+            raise ValueError(f"{self.path}: {shown_error(error)}") from None
+
+    def integer(self, name, low, high, default=REQUIRED):
+        return self.checked(checked_integer, name, default, low, high)
+
+    def number(self, name, low, high, default, **options):
+        return self.checked(checked_number, name, default, low, high, **options)
+
+    def choice(self, name, allowed, default):
+        value = self.get(name, default)
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(f"{self.path}: {name} must be one of {', '.join(allowed)}, got {shown(value)}")
+        return value
+
+    def require(self, name, supported):
+        """A field whose only value this project implements is `supported`, its default in `transformers`."""
+        value = self.get(name, supported)
+        if type(value) is not type(supported) or value != supported:
+            raise ValueError(f"{self.path}: {name}={shown(value)} is an option this project does not implement "
+                             f"(it loads {name}={json.dumps(supported)} only)")
+
+    def optional_id(self, name, vocab_size, default=None):
+        """A token id below vocab_size, or None (null)."""
+        value = self.get(name, default)
+        return None if value is None else self.integer(name, 0, vocab_size - 1)
+
+
+def shown(value, limit=60):
+    """repr of a value read from a file, cut to `limit` characters (a line, not a screenful)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def shown_error(error):
+    """An error of `autograd.checks` ("… got VALUE") with VALUE cut as `shown` cuts it."""
+    text, cut = str(error), str(error).rfind(", got ")
+    return text if cut < 0 or len(text) - cut <= 70 else text[:cut + 66] + "…"
 
 
 class SafetensorsWeights:
@@ -227,33 +314,65 @@ def _header_without_repeated_names(path):
         return 8 + length, json.loads(file.read(length), object_pairs_hook=unique)
 
 
+# the options of GPT-2 and BERT this project implements one way only, the way `transformers` does by default
+GPT2_FIXED = {"scale_attn_weights": True, "tie_word_embeddings": True, "scale_attn_by_inverse_layer_idx": False,
+              "reorder_and_upcast_attn": False, "add_cross_attention": False}
+BERT_FIXED = {"position_embedding_type": "absolute", "tie_word_embeddings": True, "is_decoder": False,
+              "add_cross_attention": False}
+
+
 def gpt2_config(hf, dtype):
-    unsupported = [name for name in ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn") if hf.get(name)]
-    if unsupported or not hf.get("scale_attn_weights", True) or not hf.get("tie_word_embeddings", True):
-        raise ValueError(f"GPT-2 options this project does not implement: {unsupported or 'untied or unscaled'}")
-    d = hf["n_embd"]
-    return TransformerConfig.decoder_only(
-        hf["vocab_size"], d_model=d, n_heads=hf["n_head"], d_ff=hf.get("n_inner") or 4 * d, n_layers=hf["n_layer"],
-        dropout=hf.get("resid_pdrop", 0.1), max_len=hf["n_positions"], positional="learned", norm_variant="torch",
-        norm_eps=hf.get("layer_norm_epsilon", 1e-5), norm_placement="pre",
-        activation=_activation(hf.get("activation_function", "gelu_new")), tie_embeddings=True,
-        scale_embeddings=False, pad_id=hf.get("pad_token_id"), dtype=dtype)
+    """The TransformerConfig of GPT-2's config.json (`ConfigFields`), every field checked."""
+    for name, value in GPT2_FIXED.items():
+        hf.require(name, value)
+    d = hf.integer("n_embd", 1, MAX_WIDTH)
+    vocab_size = hf.integer("vocab_size", 1, MAX_VOCABULARY)
+    d_ff = hf.integer("n_inner", 1, MAX_WIDTH) if hf.get("n_inner", None) is not None else 4 * d
+    return built_config(
+        hf, "n_embd", "n_head", TransformerConfig.decoder_only, vocab_size, d_model=d,
+        n_heads=hf.integer("n_head", 1, d), d_ff=d_ff, n_layers=hf.integer("n_layer", 1, MAX_LAYERS),
+        dropout=hf.number("resid_pdrop", 0, 1, 0.1, high_open=True),
+        max_len=hf.integer("n_positions", 1, MAX_POSITIONS), positional="learned", norm_variant="torch",
+        norm_placement="pre", norm_eps=hf.number("layer_norm_epsilon", 0, None, 1e-5, low_open=True),
+        activation=ACTIVATIONS[hf.choice("activation_function", ACTIVATIONS, "gelu_new")], tie_embeddings=True,
+        scale_embeddings=False, pad_id=hf.optional_id("pad_token_id", vocab_size), dtype=dtype)
 
 
 def bert_config(hf, dtype):
-    return TransformerConfig.encoder_only(
-        hf["vocab_size"], d_model=hf["hidden_size"], n_heads=hf["num_attention_heads"], d_ff=hf["intermediate_size"],
-        n_layers=hf["num_hidden_layers"], dropout=hf.get("hidden_dropout_prob", 0.1),
-        max_len=hf["max_position_embeddings"], positional="learned", norm_variant="torch",
-        norm_eps=hf.get("layer_norm_eps", 1e-12), norm_placement="post", activation=_activation(hf.get("hidden_act")),
-        tie_embeddings=True, scale_embeddings=False, embedding_norm=True, pad_id=hf.get("pad_token_id", 0),
+    """The TransformerConfig of BERT's config.json (`ConfigFields`), every field checked."""
+    for name, value in BERT_FIXED.items():
+        hf.require(name, value)
+    d = hf.integer("hidden_size", 1, MAX_WIDTH)
+    vocab_size = hf.integer("vocab_size", 1, MAX_VOCABULARY)
+    return built_config(
+        hf, "hidden_size", "num_attention_heads", TransformerConfig.encoder_only, vocab_size, d_model=d,
+        n_heads=hf.integer("num_attention_heads", 1, d), d_ff=hf.integer("intermediate_size", 1, MAX_WIDTH),
+        n_layers=hf.integer("num_hidden_layers", 1, MAX_LAYERS),
+        dropout=hf.number("hidden_dropout_prob", 0, 1, 0.1, high_open=True),
+        max_len=hf.integer("max_position_embeddings", 1, MAX_POSITIONS), positional="learned", norm_variant="torch",
+        norm_placement="post", norm_eps=hf.number("layer_norm_eps", 0, None, 1e-12, low_open=True),
+        activation=ACTIVATIONS[hf.choice("hidden_act", ACTIVATIONS, "gelu")], tie_embeddings=True,
+        scale_embeddings=False, embedding_norm=True, pad_id=hf.optional_id("pad_token_id", vocab_size, 0),
         dtype=dtype)
 
 
-def _activation(name):
-    if name not in ACTIVATIONS:
-        raise ValueError(f"activation {name!r} is not one this project implements ({', '.join(ACTIVATIONS)})")
-    return ACTIVATIONS[name]
+def built_config(hf, width, heads, build, vocab_size, **fields):
+    """build(vocab_size, **fields) (`TransformerConfig.decoder_only` or `encoder_only`) once the
+    heads divide the width; a ValueError naming config.json's fields (`width`, `heads`) otherwise,
+    or when the weights would not fit in this machine's memory."""
+    if fields["d_model"] % fields["n_heads"]:
+        raise ValueError(f"{hf.path}: {width}={fields['d_model']} is not divisible by {heads}={fields['n_heads']} "
+                         f"(each head has {width} / {heads} dimensions)")
+    try:
+        config = build(vocab_size, **fields)
+    except ValueError as error:
+        raise ValueError(f"{hf.path}: {error}") from None
+    needed = analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
+    memory = machine_memory()
+    if memory and needed > memory:
+        raise ValueError(f"{hf.path}: the model it describes needs {needed / 2**30:,.1f} GiB for its weights, more "
+                         f"than this machine's {memory / 2**30:,.1f} GiB")
+    return config
 
 
 def gpt2_state(weights, config):
