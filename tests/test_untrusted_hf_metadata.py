@@ -190,7 +190,7 @@ def test_each_bad_field_of_a_gpt2_config_is_one_line_naming_it(gpt2, field, valu
 def test_each_bad_field_of_a_bert_config_is_one_line_naming_it(bert, field, value, message, monkeypatch):
     from numpy_transformer.interop import pretrained
 
-    monkeypatch.setattr(pretrained, "physical_memory", lambda: 2 ** 30)        # the same verdict on every machine
+    monkeypatch.setattr(pretrained, "machine_memory", lambda: 2 ** 30)        # the same verdict on every machine
     edit_json(bert / "config.json", lambda config: config.update({field: value, "hidden_size": 2 ** 13}
                                                                   if field == "vocab_size" else {field: value}))
     assert_one_line(fill_mask(bert), "config.json: ", message)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from numpy_transformer.interop.pretrained import SafetensorsWeights, load_hugging_face
+from numpy_transformer.training.output_folder import OUTPUT_MANIFEST
 from run_helpers import assert_clear_error, run_main
 
 WEIGHTS = "model.safetensors"
@@ -17,7 +18,9 @@ WEIGHTS = "model.safetensors"
 @pytest.fixture(scope="module")
 def gpt2_folder(tmp_path_factory):
     """A GPT-2 folder written by this project's exporter: (folder, header, data) of its
-    model.safetensors, the header a dict in the file's order."""
+    model.safetensors, the header a dict in the file's order. The export's manifest is removed,
+    as a folder from the Hub has none: the reader's own checks are under test here, not the
+    manifest's record of each file (tests/test_untrusted_writes.py tests that)."""
     from numpy_transformer.config import TransformerConfig
     from numpy_transformer.data.tokenizer import train_text_tokenizer
     from numpy_transformer.interop.export import save_gpt2
@@ -28,6 +31,7 @@ def gpt2_folder(tmp_path_factory):
                                             max_len=16, pad_id=tokenizer.pad_id)
     folder = tmp_path_factory.mktemp("gpt2")
     save_gpt2(DecoderOnlyTransformer(config, np.random.default_rng(0)), tokenizer, folder)
+    (folder / OUTPUT_MANIFEST).unlink()
     return (folder, *split_file((folder / WEIGHTS).read_bytes()))
 
 
@@ -347,6 +351,7 @@ def test_an_exported_folder_is_read_with_the_same_checks(tmp_path):
     config = TransformerConfig.decoder_only(12, d_model=8, n_heads=2, d_ff=16, n_layers=1, max_len=8,
                                             positional="learned")
     save_torch(DecoderOnlyTransformer(config, np.random.default_rng(0)), tmp_path)
+    (tmp_path / OUTPUT_MANIFEST).unlink()                  # the reader's checks, not the manifest's
     header, data = split_file((tmp_path / WEIGHTS).read_bytes())
     (tmp_path / WEIGHTS).write_bytes(nan_weights(header, data))
     with pytest.raises(ValueError, match="holds NaN or infinite values"):

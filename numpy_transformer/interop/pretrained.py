@@ -64,6 +64,7 @@ CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
 def load_pretrained(name, cache_dir=None, dtype="float32"):
     """(model, tokenizer) of a Hugging Face model folder, or of a Hub name (`data.hub.model_folder`)."""
     folder = model_folder(name, cache_dir)
+    check_whole(folder, "export")                 # an export's files belong together, before any is read
     tokenizer = HubTokenizer.load(folder)
     model = load_hugging_face(folder, dtype)
     check_tokenizer_fits(tokenizer, model.config.vocab_size, folder / CONFIG_FILE)
@@ -186,8 +187,9 @@ class ConfigFields:
 
     def checked(self, check, name, default, *bounds, **options):
         """The field `name` passed through `check` (one of `autograd.checks`), its error with the file in front."""
+        value = self.get(name, default)
         try:
-            return check(name, self.get(name, default), *bounds, **options)
+            return check(name, value, *bounds, **options)
         except ValueError as error:
             raise ValueError(f"{self.path}: {shown_error(error)}") from None
 
@@ -213,7 +215,7 @@ class ConfigFields:
     def optional_id(self, name, vocab_size, default=None):
         """A token id below vocab_size, or None (null)."""
         value = self.get(name, default)
-        return None if value is None else self.integer(name, 0, vocab_size - 1)
+        return None if value is None else self.integer(name, 0, vocab_size - 1, default)
 
 
 def shown(value, limit=60):
