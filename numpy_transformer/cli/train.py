@@ -151,11 +151,12 @@ def command(args):
 def train_and_evaluate(run, args, started):
     """Train the run, print and save its scores on the test split; the exit status."""
     from numpy_transformer.training.atomic_files import atomic_write_text
-    from numpy_transformer.training.evaluation import evaluate_split
+    from numpy_transformer.training.evaluation import evaluate_split, print_warnings
     from numpy_transformer.training.loop import format_seconds
     from numpy_transformer.training.run import METRICS_FILE
 
     print("\n".join(run.data.summary + [model_line(run), training_line(run)]))
+    print_warnings(run.data)
     result = run.train()
     if result.interrupted:
         where = f"a checkpoint of step {result.step} is in {run.directory}" if result.saved else \

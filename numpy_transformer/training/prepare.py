@@ -12,6 +12,10 @@ and validation splits encoded, for any task:
 
 The corpus's fingerprint (a hash of its pairs or texts, split by split) is saved in data.json by
 a new run; `evaluate` and `--resume` refuse a corpus whose fingerprint differs.
+
+A held-out pair (or text) that also occurs in training measures memory, not translation:
+`data.warnings` counts them, split by split (`held_out_overlaps`), and `train` and `evaluate`
+print the count with the files.
 """
 import dataclasses
 import hashlib
@@ -37,6 +41,7 @@ class PreparedData:
     train: object
     validation: object
     summary: list
+    warnings: list = dataclasses.field(default_factory=list)
 
     @property
     def src_tokenizer(self):
@@ -75,7 +80,9 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
                f"training pairs: {train.report()}",
                f"{_vocabularies(data_config, src, tgt)}; {unknown / max(total, 1):.1%} of the validation "
                f"{splits.src_language} tokens are [UNK]"]
-    return PreparedData(splits, (src, tgt), train, validation if len(validation) else None, summary)
+    warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, lambda pair: (
+        tokenizer_view(src, pair.src), tokenizer_view(tgt, pair.tgt))), "pairs")
+    return PreparedData(splits, (src, tgt), train, validation if len(validation) else None, summary, warnings)
 
 
 def _prepare_texts(data_config, cache_dir, tokenizers):
@@ -98,7 +105,39 @@ def _prepare_texts(data_config, cache_dir, tokenizers):
                f"training sequences: {train.report()}",
                f"vocabulary ({KIND_NAMES[tokenizer.kind]}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
                f"{unknown / max(total, 1):.1%} of the validation tokens are [UNK]"]
-    return PreparedData(splits, (tokenizer,), train, validation if len(validation) else None, summary)
+    warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, lambda text: tokenizer_view(
+        tokenizer, text)), "texts")
+    return PreparedData(splits, (tokenizer,), train, validation if len(validation) else None, summary, warnings)
+
+
+def tokenizer_view(tokenizer, text):
+    """`text` as the tokenizer sees it before its vocabulary: normalised (where it has a
+    normalizer) and cut into pre-tokens, so `l'uomo.` and `l ' uomo .` are one text for the
+    word-level tokenizer."""
+    inner = tokenizer.tokenizer
+    if inner.normalizer is not None:
+        text = inner.normalizer.normalize_str(text)
+    if inner.pre_tokenizer is None:
+        return (text,)
+    return tuple(piece for piece, _ in inner.pre_tokenizer.pre_tokenize_str(text))
+
+
+def held_out_overlaps(splits, view):
+    """{"validation": n, "test": n}: how many items of each held-out split are, seen through
+    `view` (an item → a hashable form), exactly an item of the training split."""
+    seen = {view(item) for item in splits.train}
+    return {name: sum(view(item) in seen for item in items)
+            for name, items in (("validation", splits.validation), ("test", splits.test))}
+
+
+def overlap_warnings(data_config, splits, overlaps, unit):
+    """One warning line per held-out split with items that also occur in training: the count,
+    the files (or the corpus they were carved from), and what to do."""
+    training = data_config.dataset
+    return [f"warning: {n:,} of the {len(getattr(splits, name)):,} {name} {unit} "
+            f"({getattr(data_config, f'{name}_file') or f'from {training}'}) also occur in the training {unit} "
+            f"({training}): scores on them measure memory, not generalisation; remove them from the {name} "
+            f"{unit}" for name, n in overlaps.items() if n]
 
 
 def _split_sources(data_config):
