@@ -25,6 +25,7 @@ from pathlib import Path
 from numpy_transformer.data import encode_pairs, load_dataset_splits, load_text_splits, train_text_tokenizer, \
     train_tokenizers
 from numpy_transformer.data.texts import encode_texts
+from numpy_transformer.data.tokenizer import MASKED_LM_TOKENS, SPECIAL_TOKENS
 from numpy_transformer.training.loss import make_objective
 
 
@@ -69,6 +70,8 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
     _check_splits(data_config, splits, "pairs")
     src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency, data_config.tokenizer,
                                               data_config.vocab_size, data_config.shared_vocabulary)
+    for tokenizer in () if tokenizers else (src, tgt):
+        _check_words_reach_frequency(data_config, splits, tokenizer, len(SPECIAL_TOKENS), "pairs")
     train, validation = (encode_pairs(pairs, src, tgt, data_config.max_len, data_config.length_policy)
                          for pairs in (splits.train, splits.validation))
     if len(train) == 0:
@@ -92,6 +95,8 @@ def _prepare_texts(data_config, cache_dir, tokenizers):
     _check_splits(data_config, splits, "texts")
     (tokenizer,) = tokenizers or (train_text_tokenizer(splits.train, splits.language, data_config.min_frequency,
                                                        data_config.tokenizer, data_config.vocab_size),)
+    if not tokenizers:
+        _check_words_reach_frequency(data_config, splits, tokenizer, len(SPECIAL_TOKENS + MASKED_LM_TOKENS), "texts")
     framing = make_objective(data_config.task, (tokenizer,)).framing
     train, validation = (encode_texts(texts, tokenizer, data_config.max_len, data_config.length_policy, framing)
                          for texts in (splits.train, splits.validation))
@@ -103,7 +108,7 @@ def _prepare_texts(data_config, cache_dir, tokenizers):
     summary = [f"data: {splits.source}",
                f"texts: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
                f"training sequences: {train.report()}",
-               f"vocabulary ({KIND_NAMES[tokenizer.kind]}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
+               f"vocabulary ({_kind_name(tokenizer.kind, data_config.min_frequency)}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
                f"{unknown / max(total, 1):.1%} of the validation tokens are [UNK]"]
     warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, lambda text: tokenizer_view(
         tokenizer, text)), "texts")
@@ -145,16 +150,32 @@ def _split_sources(data_config):
     return {name: getattr(data_config, name) for name in ("dataset_config", "validation_file", "test_file")}
 
 
-KIND_NAMES = {"word": "words seen at least twice in training", "bpe": "byte-level BPE: bytes and merges",
+def _check_words_reach_frequency(data_config, splits, tokenizer, n_special, unit):
+    """A ValueError when a word-level vocabulary holds only the special tokens: no word of the
+    training split is seen --min-frequency times, so every word would be [UNK]."""
+    if tokenizer.kind == "word" and tokenizer.vocab_size <= n_special:
+        raise ValueError(f"--min-frequency {data_config.min_frequency}: no {tokenizer.language} word of the training "
+                         f"split ({data_config.dataset}, {len(splits.train):,} {unit}) is seen that often, so every "
+                         f"word would be [UNK]; lower --min-frequency (default 2)")
+
+
+def _kind_name(kind, min_frequency):
+    """What a vocabulary of `kind` holds, in words."""
+    times = "twice" if min_frequency == 2 else "once" if min_frequency == 1 else f"{min_frequency:,} times"
+    return f"words seen at least {times} in training" if kind == "word" else KIND_NAMES[kind]
+
+
+KIND_NAMES = {"bpe": "byte-level BPE: bytes and merges",
               "wordpiece": "WordPiece: words and ##-pieces", "unigram": "unigram: ▁-pieces"}
 
 
 def _vocabularies(data_config, src, tgt):
     """The summary's words on the translation vocabularies: one per language, or one shared."""
+    kind = _kind_name(src.kind, data_config.min_frequency)
     if data_config.shared_vocabulary:
-        return (f"vocabulary shared by {src.language} and {tgt.language} ({KIND_NAMES[src.kind]}, + 4 special "
+        return (f"vocabulary shared by {src.language} and {tgt.language} ({kind}, + 4 special "
                 f"tokens): {src.vocab_size:,} entries")
-    return (f"vocabularies ({KIND_NAMES[src.kind]}, + 4 special tokens): {src.vocab_size:,} {src.language}, "
+    return (f"vocabularies ({kind}, + 4 special tokens): {src.vocab_size:,} {src.language}, "
             f"{tgt.vocab_size:,} {tgt.language}")
 
 
