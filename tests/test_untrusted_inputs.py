@@ -3,6 +3,8 @@ about; messages name the cause (the command's own options, the path, the argumen
 whose peak memory cannot be measured says so and carries on."""
 import errno
 import json
+import re
+import zipfile
 
 import pytest
 
@@ -83,6 +85,29 @@ def test_running_out_of_memory_names_the_commands_own_options(monkeypatch, capsy
     assert main([str(tmp_path / a) if a in ("CKPT", "OUT") else a for a in command]) == 1
     err = capsys.readouterr().err
     assert "not enough memory" in err and named in err and foreign not in err
+
+
+def with_shape_in_header(archive, entry, shape):
+    """Rewrite `entry` of the .npz `archive` with `shape` in its .npy header, its data unchanged."""
+    with zipfile.ZipFile(archive) as source:
+        members = [(info, source.read(info)) for info in source.infolist()]
+    with zipfile.ZipFile(archive, "w") as target:
+        for info, data in members:
+            if info.filename == f"{entry}.npy":
+                length = int.from_bytes(data[8:10], "little")
+                header = re.sub(r"'shape': \([^)]*\)", f"'shape': {shape}", data[10:10 + length].decode("latin1"))
+                data = data[:10] + (header.rstrip() + " ").ljust(length - 1).encode("latin1") + b"\n" + data[10 + length:]
+            target.writestr(info, data)
+
+
+def test_a_checkpoint_entry_whose_shape_asks_for_more_memory_than_exists_names_the_entry(tmp_path, capsys):
+    assert train(tmp_path, "--n-pairs", "200") == 0
+    with_shape_in_header(tmp_path / "run" / "checkpoint.npz", "model/encoder.embedding.weight", "(999999999999,)")
+    capsys.readouterr()
+    assert main(["translate", "--checkpoint", str(tmp_path / "run"), "the cat"]) == 1
+    err = capsys.readouterr().err
+    assert "checkpoint.npz: the entry 'model/encoder.embedding.weight' declares the shape (999999999999,)" in err
+    assert "damaged" in err and "not enough memory" not in err
 
 
 @pytest.mark.parametrize("code, advice", [(errno.EINVAL, "refuses this name"), (errno.ENAMETOOLONG, "too long")])

@@ -22,6 +22,7 @@ says what is wrong and where.
 """
 import dataclasses
 import json
+import math
 import zipfile
 from pathlib import Path
 
@@ -171,11 +172,27 @@ def _check_vocabularies(directory, config, tokenizers):
                               f"differ from pad_id={config.pad_id} in {CONFIG_FILES['model']}")
 
 
+def _read_entry(path, archive, key):
+    """One array of checkpoint.npz. When its header asks for more memory than there is and more
+    bytes than the file stores for it, its shape is damaged, not a model too large for the
+    machine: a CheckpointError naming the entry and the shape."""
+    try:
+        return archive[key]
+    except MemoryError as error:
+        stored = archive.zip.getinfo(f"{key}.npy").file_size
+        shape, dtype = getattr(error, "shape", None), getattr(error, "dtype", None)
+        if shape is None or dtype is None or math.prod(shape) * dtype.itemsize <= stored:
+            raise
+        raise CheckpointError(f"{path}: the entry {key!r} declares the shape {shape} in its header, more than this "
+                              f"machine's memory, but stores {stored:,} bytes: the header's shape is damaged; train "
+                              f"again, or restore a copy") from None
+
+
 def _read_archive(path):
     """(weights, optimizer state, loop state) from checkpoint.npz, or CheckpointError."""
     try:
         with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
+            arrays = {key: _read_entry(path, archive, key) for key in archive.files}
         state = json.loads(str(arrays.pop("state")))
     except KeyError:
         raise CheckpointError(f"{path} has no 'state' entry: it was not written by numpy-transformer") from None
