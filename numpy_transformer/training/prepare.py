@@ -154,9 +154,9 @@ def _check_words_reach_frequency(data_config, splits, tokenizer, n_special, unit
     """A ValueError when a word-level vocabulary holds only the special tokens: no word of the
     training split is seen --min-frequency times, so every word would be [UNK]."""
     if tokenizer.kind == "word" and tokenizer.vocab_size <= n_special:
-        raise ValueError(f"--min-frequency {data_config.min_frequency}: no {tokenizer.language} word of the training "
-                         f"split ({data_config.dataset}, {len(splits.train):,} {unit}) is seen that often, so every "
-                         f"word would be [UNK]; lower --min-frequency (default 2)")
+        raise ValueError(f"--min-frequency {data_config.min_frequency}: no {tokenizer.language} word is seen that "
+                         f"often in the training split of {data_config.dataset} ({unit}: {len(splits.train):,}), so "
+                         f"every word would be [UNK]; lower --min-frequency (default 2), or train on more data")
 
 
 def _kind_name(kind, min_frequency):
