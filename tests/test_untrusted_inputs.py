@@ -101,6 +101,11 @@ def test_an_invalid_or_too_long_name_is_a_sentence_naming_the_path(code, advice)
     assert message.startswith("run:1/model.json: ") and advice in message and "Invalid argument" not in message
 
 
+def test_a_path_with_a_character_that_does_not_print_is_quoted_in_the_message():
+    message = os_error_message(FileNotFoundError(errno.ENOENT, "No such file or directory", "corpus.jsonl\x00\nx"))
+    assert message.startswith("'corpus.jsonl\\x00\\nx': no such file") and "\n" not in message
+
+
 def test_a_too_long_out_is_one_line_naming_what_to_do(tmp_path, capsys):
     assert train(tmp_path / ("a" * 300)) == 1
     err = capsys.readouterr().err

@@ -138,8 +138,10 @@ OS_ERROR_ADVICE = {
 
 
 def os_error_message(error):
-    """One sentence for an OSError: the path, what went wrong, what to do; files written
-    atomically (checkpoints among them) keep their previous version."""
-    where = f"{error.filename}: " if error.filename else ""
+    """One sentence for an OSError: the path (quoted where it holds characters that do not print),
+    what went wrong, what to do; files written atomically (checkpoints among them) keep their
+    previous version."""
+    name = str(error.filename) if error.filename else ""
+    where = f"{name if name.isprintable() else repr(name)}: " if name else ""      # a NUL or a newline shown, not sent
     advice = OS_ERROR_ADVICE.get(error.errno, error.strerror or str(error))
     return f"{where}{advice} (files written before are kept whole)"

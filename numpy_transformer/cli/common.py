@@ -22,7 +22,6 @@ def integer_at_least(low):
     """argparse type: an integer ≥ low (a benchmark's size that needs at least that much)."""
     def integer(text):
         return _checked(text, int, lambda checks, value: checks.checked_integer("the value", value, low=low))
-    integer.__name__ = f"integer ≥ {low}"
     return integer
 
 
