@@ -57,6 +57,17 @@ def test_a_min_frequency_no_word_reaches_is_one_line_naming_the_option(tmp_path,
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("arguments, message", [
+    (["--warmup", "0"], "--warmup must be a positive integer, got 0"),
+    (["--data-seed", "-1"], "--data-seed must be a non-negative integer, got -1"),
+    (["--max-len", "2"], "--max-len must be an integer ≥ 3, got 2"),
+    (["--task", "lm", "--layers", "0"], "--layers must be a positive integer, got 0")])
+def test_a_bad_setting_is_named_by_the_flag_the_user_typed(tmp_path, capsys, arguments, message):
+    assert main(["train", "--out", str(tmp_path / "run"), *arguments]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == f"numpy-transformer train: error: {message}" and not (tmp_path / "run").exists()
+
+
 def out_of_memory(args):
     raise MemoryError
 
