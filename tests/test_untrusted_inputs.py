@@ -50,6 +50,13 @@ def test_held_out_pairs_that_occur_in_training_once_written_differently_are_coun
     assert "warning: 2 of the 3 validation pairs (" in err
 
 
+def test_a_language_models_test_texts_that_are_its_training_texts_are_warned_about(tmp_path, capsys):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("".join(f"{en}\n" for en, _ in PAIRS), encoding="utf-8")
+    assert train(tmp_path, "--task", "lm", "--dataset", str(texts), "--test-file", str(texts)) == 0
+    assert "warning: 57 of the 60 test texts" in capsys.readouterr().err
+
+
 def test_a_min_frequency_no_word_reaches_is_one_line_naming_the_option(tmp_path, capsys):
     assert train(tmp_path, "--n-pairs", "200", "--min-frequency", "1000000") == 1
     err = capsys.readouterr().err.strip()

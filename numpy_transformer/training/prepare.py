@@ -24,6 +24,7 @@ from pathlib import Path
 
 from numpy_transformer.data import encode_pairs, load_dataset_splits, load_text_splits, train_text_tokenizer, \
     train_tokenizers
+from numpy_transformer.data.corpus import HELD_OUT
 from numpy_transformer.data.texts import encode_texts
 from numpy_transformer.data.tokenizer import MASKED_LM_TOKENS, SPECIAL_TOKENS
 from numpy_transformer.training.loss import make_objective
@@ -83,8 +84,7 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
                f"training pairs: {train.report()}",
                f"{_vocabularies(data_config, src, tgt)}; {unknown / max(total, 1):.1%} of the validation "
                f"{splits.src_language} tokens are [UNK]"]
-    warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, lambda pair: (
-        tokenizer_view(src, pair.src), tokenizer_view(tgt, pair.tgt))), "pairs")
+    warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, (src, tgt)), "pairs")
     return PreparedData(splits, (src, tgt), train, validation if len(validation) else None, summary, warnings)
 
 
@@ -110,8 +110,7 @@ def _prepare_texts(data_config, cache_dir, tokenizers):
                f"training sequences: {train.report()}",
                f"vocabulary ({_kind_name(tokenizer.kind, data_config.min_frequency)}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
                f"{unknown / max(total, 1):.1%} of the validation tokens are [UNK]"]
-    warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, lambda text: tokenizer_view(
-        tokenizer, text)), "texts")
+    warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, (tokenizer,)), "texts")
     return PreparedData(splits, (tokenizer,), train, validation if len(validation) else None, summary, warnings)
 
 
@@ -119,20 +118,38 @@ def tokenizer_view(tokenizer, text):
     """`text` as the tokenizer sees it before its vocabulary: normalised (where it has a
     normalizer) and cut into pre-tokens, so `l'uomo.` and `l ' uomo .` are one text for the
     word-level tokenizer."""
-    inner = tokenizer.tokenizer
-    if inner.normalizer is not None:
-        text = inner.normalizer.normalize_str(text)
-    if inner.pre_tokenizer is None:
-        return (text,)
-    return tuple(piece for piece, _ in inner.pre_tokenizer.pre_tokenize_str(text))
+    text = _normalised(tokenizer, text)
+    pre_tokenizer = tokenizer.tokenizer.pre_tokenizer
+    return (text,) if pre_tokenizer is None else tuple(piece for piece, _ in pre_tokenizer.pre_tokenize_str(text))
 
 
-def held_out_overlaps(splits, view):
-    """{"validation": n, "test": n}: how many items of each held-out split are, seen through
-    `view` (an item → a hashable form), exactly an item of the training split."""
-    seen = {view(item) for item in splits.train}
-    return {name: sum(view(item) in seen for item in items)
-            for name, items in (("validation", splits.validation), ("test", splits.test))}
+def held_out_overlaps(splits, tokenizers):
+    """{"validation": n, "test": n}: how many items (pairs, or texts) of each held-out split are,
+    as `tokenizers` see them (`tokenizer_view`: the source's and the target's, or the one of a
+    language model), exactly an item of the training split. A cheap sieve goes first: the text
+    normalised, its whitespace removed, which two texts of equal view share under the
+    pre-tokenizers trained here (the word-level and WordPiece ones keep every other character in
+    order; the byte-level BPE and unigram views give the text back); only the items it matches
+    are cut into pre-tokens."""
+    def sides(item):
+        return zip(tokenizers, (item,) if isinstance(item, str) else (item.src, item.tgt))
+
+    def sieve(item):
+        return tuple("".join(_normalised(tokenizer, text).split()) for tokenizer, text in sides(item))
+
+    def view(item):
+        return tuple(tokenizer_view(tokenizer, text) for tokenizer, text in sides(item))
+
+    in_training = {sieve(item) for item in splits.train}
+    candidates = {name: [item for item in getattr(splits, name) if sieve(item) in in_training] for name in HELD_OUT}
+    sieved = {sieve(item) for items in candidates.values() for item in items}
+    seen = {view(item) for item in splits.train if sieve(item) in sieved}
+    return {name: sum(view(item) in seen for item in items) for name, items in candidates.items()}
+
+
+def _normalised(tokenizer, text):
+    normalizer = tokenizer.tokenizer.normalizer
+    return text if normalizer is None else normalizer.normalize_str(text)
 
 
 def overlap_warnings(data_config, splits, overlaps, unit):
