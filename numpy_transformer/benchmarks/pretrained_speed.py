@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numpy_transformer.benchmarks.train_step import status_kb
+from numpy_transformer.benchmarks.train_step import restart_peak_memory, status_kb
 
 PROMPT, NEW_TOKENS = 8, 32
 GPT2_SMALL = {}                       # transformers.GPT2Config's defaults are GPT-2 small's
@@ -56,22 +56,23 @@ def print_loading(framework, folder):
 
         load = transformers.GPT2LMHeadModel.from_pretrained      # imports torch and the model's code now
     baseline = status_kb("VmRSS")
-    with open("/proc/self/clear_refs", "w") as clear_refs:
-        clear_refs.write("5")
+    measured = baseline is not None and restart_peak_memory()
     start = time.perf_counter()
     load(folder)
-    print(time.perf_counter() - start, (status_kb("VmHWM") - baseline) / 1024)
+    seconds, peak = time.perf_counter() - start, status_kb("VmHWM")
+    print(seconds, (peak - baseline) / 1024 if measured and peak is not None else None)
 
 
 def loading(framework, folder):
-    """(seconds, peak MB) of loading with `framework` in a child process."""
+    """(seconds, peak MB) of loading with `framework` in a child process; the peak None where it
+    cannot be measured (`restart_peak_memory`)."""
     code = (f"from numpy_transformer.benchmarks.pretrained_speed import print_loading; "
             f"print_loading({framework!r}, {str(folder)!r})")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"loading with {framework} failed:\n{result.stderr}")
     seconds, megabytes = result.stdout.split()[-2:]
-    return float(seconds), float(megabytes)
+    return float(seconds), None if megabytes == "None" else float(megabytes)
 
 
 def time_generation(folder, threads, runs=3):
@@ -125,9 +126,10 @@ def run(threads=1, runs=3, log=print, shape=GPT2_SMALL):
         results = {"parameters": parameters, "threads": threads, "prompt": PROMPT, "new_tokens": NEW_TOKENS}
         for framework in ("numpy", "transformers"):
             seconds, megabytes = loading(framework, folder)
-            results[f"{framework}_load_seconds"], results[f"{framework}_load_peak_mb"] = round(seconds, 2), round(
-                megabytes, 1)
-            log(f"  loading, {framework:<12}: {seconds:6.2f} s, peak memory {megabytes:7.1f} MB")
+            results[f"{framework}_load_seconds"] = round(seconds, 2)
+            results[f"{framework}_load_peak_mb"] = None if megabytes is None else round(megabytes, 1)
+            peak = "unavailable" if megabytes is None else f"{megabytes:7.1f} MB"
+            log(f"  loading, {framework:<12}: {seconds:6.2f} s, peak memory {peak}")
         times, outputs = time_generation(folder, threads, runs)
         for (framework, cached), seconds in times.items():
             rate = NEW_TOKENS / statistics.median(seconds)

@@ -97,8 +97,7 @@ def main(argv=None):
     except OSError as error:
         return report_error(args.command, os_error_message(error))
     except MemoryError:
-        return report_error(args.command, "not enough memory: choose smaller sizes (--d-model, --d-ff, --batch-size, "
-                                          "--max-len) or fewer threads; the last checkpoint saved is kept")
+        return report_error(args.command, "not enough memory: " + MEMORY_ADVICE.get(args.command, MEMORY_FALLBACK))
     except KeyboardInterrupt:
         print(f"numpy-transformer {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -109,6 +108,20 @@ def report_error(command, message):
     return EXIT_ERROR
 
 
+MEMORY_ADVICE = {
+    "train": "choose smaller sizes (--d-model, --d-ff, --batch-size, --max-len) or fewer --threads; the last "
+             "checkpoint saved is kept",
+    "translate": "the model in --checkpoint needs more than is free: give fewer or shorter sentences at once, a "
+                 "smaller --beam, or fewer --threads",
+    "evaluate": "the model in --checkpoint needs more than is free: a smaller --beam, or fewer --threads",
+    "generate": "the model in --checkpoint needs more than is free: a smaller --max-new-tokens or a shorter prompt",
+    "fill-mask": "the model in --checkpoint needs more than is free: a shorter text",
+    "attention": "the model in --checkpoint needs more than is free: a shorter sentence",
+    "export": "the model in --checkpoint needs more than is free: close other programs and export again",
+    "bench": "choose a smaller benchmark (--max-n, --max-layers, --configs) or fewer --threads",
+}
+MEMORY_FALLBACK = "close other programs, or run on a machine with more memory"
+
 OS_ERROR_ADVICE = {
     errno.ENOSPC: "the disk is full: free some space, or choose a folder on another disk",
     errno.EDQUOT: "the disk quota is used up: free some space, or choose another folder",
@@ -118,12 +131,17 @@ OS_ERROR_ADVICE = {
     errno.ENOTDIR: "a part of this path is a file, not a folder",
     errno.EISDIR: "this is a folder, not a file",
     errno.ENOENT: "no such file or folder",
+    errno.ENAMETOOLONG: "the name is too long for the file system: choose a shorter path",
+    errno.EINVAL: "the file system refuses this name (a character it does not allow, such as : * ? \" < > | on a "
+                  "Windows or FAT disk): choose another name",
 }
 
 
 def os_error_message(error):
-    """One sentence for an OSError: the path, what went wrong, what to do; files written
-    atomically (checkpoints among them) keep their previous version."""
-    where = f"{error.filename}: " if error.filename else ""
+    """One sentence for an OSError: the path (quoted where it holds characters that do not print),
+    what went wrong, what to do; files written atomically (checkpoints among them) keep their
+    previous version."""
+    name = str(error.filename) if error.filename else ""
+    where = f"{name if name.isprintable() else repr(name)}: " if name else ""      # a NUL or a newline shown, not sent
     advice = OS_ERROR_ADVICE.get(error.errno, error.strerror or str(error))
     return f"{where}{advice} (files written before are kept whole)"

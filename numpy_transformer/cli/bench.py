@@ -28,7 +28,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, non_negative_integer, positive_integer, thread_count
+from numpy_transformer.cli.common import (BLAS_THREAD_VARIABLES, integer_at_least, non_negative_integer,
+                                          positive_integer, thread_count)
+
+MIN_N = 256                 # the first length of numpy_transformer.benchmarks.attention_cost.sizes
+MIN_LAYERS = 4              # the exponent of bench memory is fitted over L ≥ 2: two depths, 2 and 4
 
 
 def add_parser(commands):
@@ -40,7 +44,8 @@ def add_parser(commands):
     benchmarks = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
     attention = benchmarks.add_parser(
         "attention", help="time and peak memory of every attention variant, forward + backward, n = 256 … max-n")
-    attention.add_argument("--max-n", type=positive_integer, default=8192, help="the longest sequence (default 8192)")
+    attention.add_argument("--max-n", type=integer_at_least(MIN_N), default=8192,
+                           help=f"the longest sequence, at least {MIN_N} (default 8192)")
     attention.add_argument("--out", default="benchmark_results",
                            help="folder for the table, figures and JSON (default benchmark_results)")
     _add_threads_argument(attention, "BLAS threads")
@@ -50,7 +55,8 @@ def add_parser(commands):
     memory = benchmarks.add_parser(
         "memory", help="activation memory and time of a training step for L = 1 … 24 layers, with and without "
                        "gradient checkpointing, and the fitted growth exponents")
-    memory.add_argument("--max-layers", type=positive_integer, default=24, help="the deepest model (default 24)")
+    memory.add_argument("--max-layers", type=integer_at_least(MIN_LAYERS), default=24,
+                        help=f"the deepest model, at least {MIN_LAYERS} (default 24)")
     memory.add_argument("--out", default="benchmark_results", help="folder for the figure and JSON "
                                                                    "(default benchmark_results)")
     _add_threads_argument(memory, "BLAS threads")

@@ -18,6 +18,13 @@ def positive_integer(text):
     return _checked(text, int, lambda checks, value: checks.checked_integer("the value", value, low=1))
 
 
+def integer_at_least(low):
+    """argparse type: an integer ≥ low (a benchmark's size that needs at least that much)."""
+    def integer(text):
+        return _checked(text, int, lambda checks, value: checks.checked_integer("the value", value, low=low))
+    return integer
+
+
 def thread_count(text):
     """argparse type: an integer from 1 to the number of processors."""
     cores = os.cpu_count() or 1

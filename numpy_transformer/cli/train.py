@@ -14,6 +14,7 @@ Every field a preset sets can be overridden by a flag. The work is `numpy_transf
 import argparse
 import json
 import math
+import re
 import sys
 import time
 
@@ -143,7 +144,11 @@ def command(args):
     if args.resume:
         run = resume_run(args, model, training, data, options)
     else:
-        run = Run.new(args.out, *resolve(args.preset, model, training, data), overwrite=args.overwrite, **options)
+        try:
+            settings = resolve(args.preset, model, training, data)
+        except ValueError as error:
+            raise ValueError(named_by_flag(str(error), args.layers is not None)) from None
+        run = Run.new(args.out, *settings, overwrite=args.overwrite, **options)
     with run:                                   # the folder stays locked until the metrics are written
         return train_and_evaluate(run, args, started)
 
@@ -151,11 +156,12 @@ def command(args):
 def train_and_evaluate(run, args, started):
     """Train the run, print and save its scores on the test split; the exit status."""
     from numpy_transformer.training.atomic_files import atomic_write_text
-    from numpy_transformer.training.evaluation import evaluate_split
+    from numpy_transformer.training.evaluation import evaluate_split, print_warnings
     from numpy_transformer.training.loop import format_seconds
     from numpy_transformer.training.run import METRICS_FILE
 
     print("\n".join(run.data.summary + [model_line(run), training_line(run)]))
+    print_warnings(run.data)
     result = run.train()
     if result.interrupted:
         where = f"a checkpoint of step {result.step} is in {run.directory}" if result.saved else \
@@ -170,6 +176,27 @@ def train_and_evaluate(run, args, started):
     print(f"Wrote {run.directory}/: checkpoint.npz (+ model.json, training.json, data.json, tokenizers), "
           f"log.jsonl, loss.png, {METRICS_FILE}. Total time {format_seconds(metrics['total_seconds'])}.")
     return 0
+
+
+# settings class → field → the flag that sets it, for the messages of a bad value
+FIELD_FLAGS = {"TransformerConfig": {field: flag for flag, field, _, _ in MODEL_FLAGS} | {"n_layers": "--layers"},
+               "TrainingConfig": {field: flag for flag, field, _, _ in TRAINING_FLAGS}
+               | {"lr": "--lr", "warmup_steps": "--warmup", "clip_norm": "--clip-norm"},
+               "DataConfig": {field: flag for flag, field, _, _ in DATA_FLAGS}}
+
+
+LAYER_FIELDS = ("n_layers", "n_encoder_layers", "n_decoder_layers")
+
+
+def named_by_flag(message, layers_given=False):
+    """A settings class's message ("TrainingConfig: warmup_steps must be a positive integer,
+    got 0") with the flag that sets the field in its place ("--warmup must be …"): the flag is
+    what the user typed, and what changes the value. layers_given: --layers set the layer counts."""
+    match = re.match(r"(\w+): (\w+) ", message)
+    flag = FIELD_FLAGS.get(match[1], {}).get(match[2]) if match else None
+    if match and layers_given and match[2] in LAYER_FIELDS:
+        flag = "--layers"
+    return f"{flag} {message[match.end():]}" if flag else message
 
 
 def overrides(args):

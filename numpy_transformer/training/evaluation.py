@@ -31,6 +31,7 @@ What is evaluated:
 """
 import dataclasses
 import math
+import sys
 
 import numpy as np
 
@@ -228,9 +229,16 @@ def evaluate_checkpoint(directory, split="test", beam_size=4, length_penalty=1.0
     data = prepare_data(checkpoint.data_config, cache_dir, checkpoint.tokenizers, progress=progress)
     print(f"model: {checkpoint.directory}, step {checkpoint.step}")
     print(f"data: {data.splits.source}")
+    print_warnings(data)
     objective = make_objective(checkpoint.task, checkpoint.tokenizers, checkpoint.training_config.seed)
     return evaluate_split(checkpoint.model, data, checkpoint.data_config, objective, split, beam_size, length_penalty,
                           samples)
+
+
+def print_warnings(data):
+    """The warnings of the prepared data (`PreparedData.warnings`), on standard error."""
+    for warning in data.warnings:
+        print(warning, file=sys.stderr)
 
 
 def evaluate_split(model, data, data_config, objective, split="test", beam_size=4, length_penalty=1.0, samples=4):

@@ -12,6 +12,10 @@ and validation splits encoded, for any task:
 
 The corpus's fingerprint (a hash of its pairs or texts, split by split) is saved in data.json by
 a new run; `evaluate` and `--resume` refuse a corpus whose fingerprint differs.
+
+A held-out pair (or text) that also occurs in training measures memory, not translation:
+`data.warnings` counts them, split by split (`held_out_overlaps`), and `train` and `evaluate`
+print the count with the files.
 """
 import dataclasses
 import hashlib
@@ -20,7 +24,9 @@ from pathlib import Path
 
 from numpy_transformer.data import encode_pairs, load_dataset_splits, load_text_splits, train_text_tokenizer, \
     train_tokenizers
+from numpy_transformer.data.corpus import HELD_OUT
 from numpy_transformer.data.texts import encode_texts
+from numpy_transformer.data.tokenizer import MASKED_LM_TOKENS, SPECIAL_TOKENS
 from numpy_transformer.training.loss import make_objective
 
 
@@ -37,6 +43,7 @@ class PreparedData:
     train: object
     validation: object
     summary: list
+    warnings: list = dataclasses.field(default_factory=list)
 
     @property
     def src_tokenizer(self):
@@ -64,6 +71,8 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
     _check_splits(data_config, splits, "pairs")
     src, tgt = tokenizers or train_tokenizers(splits, data_config.min_frequency, data_config.tokenizer,
                                               data_config.vocab_size, data_config.shared_vocabulary)
+    for tokenizer in () if tokenizers else (src, tgt):
+        _check_words_reach_frequency(data_config, splits, tokenizer, len(SPECIAL_TOKENS), "pairs")
     train, validation = (encode_pairs(pairs, src, tgt, data_config.max_len, data_config.length_policy)
                          for pairs in (splits.train, splits.validation))
     if len(train) == 0:
@@ -75,7 +84,8 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
                f"training pairs: {train.report()}",
                f"{_vocabularies(data_config, src, tgt)}; {unknown / max(total, 1):.1%} of the validation "
                f"{splits.src_language} tokens are [UNK]"]
-    return PreparedData(splits, (src, tgt), train, validation if len(validation) else None, summary)
+    warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, (src, tgt)), "pairs")
+    return PreparedData(splits, (src, tgt), train, validation if len(validation) else None, summary, warnings)
 
 
 def _prepare_texts(data_config, cache_dir, tokenizers):
@@ -85,6 +95,8 @@ def _prepare_texts(data_config, cache_dir, tokenizers):
     _check_splits(data_config, splits, "texts")
     (tokenizer,) = tokenizers or (train_text_tokenizer(splits.train, splits.language, data_config.min_frequency,
                                                        data_config.tokenizer, data_config.vocab_size),)
+    if not tokenizers:
+        _check_words_reach_frequency(data_config, splits, tokenizer, len(SPECIAL_TOKENS + MASKED_LM_TOKENS), "texts")
     framing = make_objective(data_config.task, (tokenizer,)).framing
     train, validation = (encode_texts(texts, tokenizer, data_config.max_len, data_config.length_policy, framing)
                          for texts in (splits.train, splits.validation))
@@ -96,9 +108,58 @@ def _prepare_texts(data_config, cache_dir, tokenizers):
     summary = [f"data: {splits.source}",
                f"texts: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
                f"training sequences: {train.report()}",
-               f"vocabulary ({KIND_NAMES[tokenizer.kind]}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
+               f"vocabulary ({_kind_name(tokenizer.kind, data_config.min_frequency)}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
                f"{unknown / max(total, 1):.1%} of the validation tokens are [UNK]"]
-    return PreparedData(splits, (tokenizer,), train, validation if len(validation) else None, summary)
+    warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, (tokenizer,)), "texts")
+    return PreparedData(splits, (tokenizer,), train, validation if len(validation) else None, summary, warnings)
+
+
+def tokenizer_view(tokenizer, text):
+    """`text` as the tokenizer sees it before its vocabulary: normalised (where it has a
+    normalizer) and cut into pre-tokens, so `l'uomo.` and `l ' uomo .` are one text for the
+    word-level tokenizer."""
+    text = _normalised(tokenizer, text)
+    pre_tokenizer = tokenizer.tokenizer.pre_tokenizer
+    return (text,) if pre_tokenizer is None else tuple(piece for piece, _ in pre_tokenizer.pre_tokenize_str(text))
+
+
+def held_out_overlaps(splits, tokenizers):
+    """{"validation": n, "test": n}: how many items (pairs, or texts) of each held-out split are,
+    as `tokenizers` see them (`tokenizer_view`: the source's and the target's, or the one of a
+    language model), exactly an item of the training split. A cheap sieve goes first: the text
+    normalised, its whitespace removed, which two texts of equal view share under the
+    pre-tokenizers trained here (the word-level and WordPiece ones keep every other character in
+    order; the byte-level BPE and unigram views give the text back); only the items it matches
+    are cut into pre-tokens."""
+    def sides(item):
+        return zip(tokenizers, (item,) if isinstance(item, str) else (item.src, item.tgt))
+
+    def sieve(item):
+        return tuple("".join(_normalised(tokenizer, text).split()) for tokenizer, text in sides(item))
+
+    def view(item):
+        return tuple(tokenizer_view(tokenizer, text) for tokenizer, text in sides(item))
+
+    in_training = {sieve(item) for item in splits.train}
+    candidates = {name: [item for item in getattr(splits, name) if sieve(item) in in_training] for name in HELD_OUT}
+    sieved = {sieve(item) for items in candidates.values() for item in items}
+    seen = {view(item) for item in splits.train if sieve(item) in sieved}
+    return {name: sum(view(item) in seen for item in items) for name, items in candidates.items()}
+
+
+def _normalised(tokenizer, text):
+    normalizer = tokenizer.tokenizer.normalizer
+    return text if normalizer is None else normalizer.normalize_str(text)
+
+
+def overlap_warnings(data_config, splits, overlaps, unit):
+    """One warning line per held-out split with items that also occur in training: the count,
+    the files (or the corpus they were carved from), and what to do."""
+    training = data_config.dataset
+    return [f"warning: {n:,} of the {len(getattr(splits, name)):,} {name} {unit} "
+            f"({getattr(data_config, f'{name}_file') or f'from {training}'}) also occur in the training {unit} "
+            f"({training}): scores on them measure memory, not generalisation; remove them from the {name} "
+            f"{unit}" for name, n in overlaps.items() if n]
 
 
 def _split_sources(data_config):
@@ -106,16 +167,32 @@ def _split_sources(data_config):
     return {name: getattr(data_config, name) for name in ("dataset_config", "validation_file", "test_file")}
 
 
-KIND_NAMES = {"word": "words seen at least twice in training", "bpe": "byte-level BPE: bytes and merges",
+def _check_words_reach_frequency(data_config, splits, tokenizer, n_special, unit):
+    """A ValueError when a word-level vocabulary holds only the special tokens: no word of the
+    training split is seen --min-frequency times, so every word would be [UNK]."""
+    if tokenizer.kind == "word" and tokenizer.vocab_size <= n_special:
+        raise ValueError(f"--min-frequency {data_config.min_frequency}: no {tokenizer.language} word is seen that "
+                         f"often in the training split of {data_config.dataset} ({unit}: {len(splits.train):,}), so "
+                         f"every word would be [UNK]; lower --min-frequency (default 2), or train on more data")
+
+
+def _kind_name(kind, min_frequency):
+    """What a vocabulary of `kind` holds, in words."""
+    times = "twice" if min_frequency == 2 else "once" if min_frequency == 1 else f"{min_frequency:,} times"
+    return f"words seen at least {times} in training" if kind == "word" else KIND_NAMES[kind]
+
+
+KIND_NAMES = {"bpe": "byte-level BPE: bytes and merges",
               "wordpiece": "WordPiece: words and ##-pieces", "unigram": "unigram: ▁-pieces"}
 
 
 def _vocabularies(data_config, src, tgt):
     """The summary's words on the translation vocabularies: one per language, or one shared."""
+    kind = _kind_name(src.kind, data_config.min_frequency)
     if data_config.shared_vocabulary:
-        return (f"vocabulary shared by {src.language} and {tgt.language} ({KIND_NAMES[src.kind]}, + 4 special "
+        return (f"vocabulary shared by {src.language} and {tgt.language} ({kind}, + 4 special "
                 f"tokens): {src.vocab_size:,} entries")
-    return (f"vocabularies ({KIND_NAMES[src.kind]}, + 4 special tokens): {src.vocab_size:,} {src.language}, "
+    return (f"vocabularies ({kind}, + 4 special tokens): {src.vocab_size:,} {src.language}, "
             f"{tgt.vocab_size:,} {tgt.language}")
 
 
