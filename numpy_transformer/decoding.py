@@ -36,6 +36,7 @@ one decoder call per step, shapes (rows, …).
 """
 import contextlib
 import dataclasses
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -61,6 +62,15 @@ def length_normalizer(length, alpha):
     of the hypothesis's tokens.
     """
     return np.asarray(length, dtype=np.float64) ** alpha
+
+
+def _check_length_penalty(alpha, longest):
+    """A ValueError when lp(y) = |y|^α is not a finite float64 for some length up to `longest`
+    (the hypotheses' EOS included): every score log P / lp would be −0 and the ranking empty."""
+    if alpha * math.log(longest) >= math.log(np.finfo(np.float64).max):
+        raise ValueError(f"length_penalty α={alpha:g} makes lp(y) = |y|^α overflow for outputs of up to {longest} "
+                         f"tokens, so every hypothesis would score 0: choose α below "
+                         f"{math.log(np.finfo(np.float64).max) / math.log(longest):.0f} (0.6 to 1 is usual)")
 
 
 def max_output_length(source_lengths, max_len, extra=EXTRA_OUTPUT_TOKENS):
@@ -239,6 +249,7 @@ def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penal
     beam_size = checked_integer("beam_size", beam_size, 1)
     n_best = beam_size if n_best is None else checked_integer("n_best", n_best, 1, beam_size)
     length_penalty = checked_number("length_penalty α of lp(y) = |y|^α", length_penalty, low=0)
+    _check_length_penalty(length_penalty, int(limits.max()) + 1)
     if not isinstance(early_stopping, bool):
         raise ValueError(f"early_stopping must be True or False, got {early_stopping!r}")
     _check_fits(model.config, src_ids, limits, beam_size)

@@ -313,6 +313,17 @@ def test_the_length_penalty_turns_the_preference_from_the_short_to_the_long_sent
                               True)
 
 
+def test_a_length_penalty_that_overflows_lp_is_refused_and_a_large_finite_one_prefers_the_long_sentence():
+    """α = 1e308 makes |y|^α infinite for every |y| ≥ 2, so every score log P / lp would be −0 and
+    the ranking arbitrary; a large finite α approaches the limit where the longest hypothesis wins,
+even past the table's sentence (through its improbable tokens)."""
+    model = TableModel(SHORT_OR_LONG)
+    with pytest.raises(ValueError, match=r"length_penalty α=1e\+308 makes lp\(y\) = \|y\|\^α overflow"):
+        decode_words(model, beam_size=2, length_penalty=1e308, early_stopping=False)
+    assert decode_words(model, beam_size=2, length_penalty=1.0, early_stopping=False) == "a b b b"
+    assert len(decode_words(model, beam_size=2, length_penalty=100.0, early_stopping=False).split()) > 4
+
+
 # A model as trained on real text: after a sure first word, every word costs about 0.9 nats (p = 0.4)
 # and ending early is unlikely but not rare (EOS 0.15 after "a"). The sentence it means: "a b c a b".
 REAL_DATA_LIKE = {"": {"a": 0.9}, "a": {"b": 0.4, "EOS": 0.15}, "a b": {"c": 0.4, "EOS": 0.05},
