@@ -153,6 +153,17 @@ def test_the_command_line_has_bench_train_step_and_bench_decode():
     assert (args.configs, args.runs, args.json, args.run) == (["thesis", "default"], 3, True, bench_decode_command)
 
 
+def test_the_benchmarks_the_runs_commands_import_by_name_exist():
+    """`bench pretrained` and `bench latency` import their module by name when they run: a
+    renamed module must not leave them pointing at nothing."""
+    import importlib
+
+    from numpy_transformer.cli.bench import bench_latency_command, bench_pretrained_command
+
+    for command in (bench_pretrained_command, bench_latency_command):
+        assert callable(importlib.import_module(command.module).run), command.module
+
+
 def test_bench_memory_shows_checkpointing_keeping_less_as_the_model_deepens(tmp_path):
     from numpy_transformer.benchmarks.memory_use import run
 

@@ -184,25 +184,27 @@ def bench_attention_command(args):
     return 0
 
 
-def _runs_command(benchmark):
-    """The command of a benchmark with the options --runs and --json: numpy_transformer.benchmarks.
-    <benchmark>.run(threads, runs, log), with --json a last line holding its results as JSON."""
+def _runs_command(benchmark, module):
+    """The command of a benchmark with the options --runs and --json: `module` (of
+    numpy_transformer.benchmarks).run(threads, runs, log), with --json a last line holding its
+    results as JSON."""
     def command(args):
         status = _rerun_with_blas_threads(args.blas_threads, [benchmark, "--runs", str(args.runs),
                                                               *(["--json"] if args.json else [])])
         if status is not None:
             return status
-        run = importlib.import_module(f"numpy_transformer.benchmarks.{benchmark}").run
+        run = importlib.import_module(command.module).run
         results = run(args.blas_threads, args.runs, log=lambda line: print(line, flush=True))
         if args.json:
             print(json.dumps(results))
         return 0
-    command.__doc__ = f"Run `numpy-transformer bench {benchmark}` (see numpy_transformer.benchmarks.{benchmark})."
+    command.module = f"numpy_transformer.benchmarks.{module}"
+    command.__doc__ = f"Run `numpy-transformer bench {benchmark}` (see {command.module})."
     return command
 
 
-bench_pretrained_command = _runs_command("pretrained")
-bench_latency_command = _runs_command("latency")
+bench_pretrained_command = _runs_command("pretrained", "pretrained_speed")
+bench_latency_command = _runs_command("latency", "latency")
 
 
 def bench_memory_command(args):
