@@ -185,12 +185,12 @@ def test_each_bad_field_of_a_gpt2_config_is_one_line_naming_it(gpt2, field, valu
     ("tie_word_embeddings", False, "tie_word_embeddings=False is an option"),
     ("is_decoder", True, "is_decoder=True is an option"),
     ("hidden_act", ["gelu"], "hidden_act must be one of gelu_new, gelu_pytorch_tanh, gelu, relu, got ['gelu']"),
-    ("vocab_size", 2 ** 22, "needs 129.3 GiB for its weights, more than this machine's"),
+    ("vocab_size", 2 ** 22, "for its weights, would need 129.3 GiB, more than this machine's"),
 ])
 def test_each_bad_field_of_a_bert_config_is_one_line_naming_it(bert, field, value, message, monkeypatch):
-    from numpy_transformer.interop import pretrained
+    from numpy_transformer import memory_budget
 
-    monkeypatch.setattr(pretrained, "machine_memory", lambda: 2 ** 30)        # the same verdict on every machine
+    monkeypatch.setattr(memory_budget, "machine_memory", lambda: 2 ** 30)        # the same verdict on every machine
     edit_json(bert / "config.json", lambda config: config.update({field: value, "hidden_size": 2 ** 13}
                                                                   if field == "vocab_size" else {field: value}))
     assert_one_line(fill_mask(bert), "config.json: ", message)

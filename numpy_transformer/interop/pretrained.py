@@ -55,7 +55,7 @@ from numpy_transformer.config import TransformerConfig
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 from numpy_transformer.training.output_folder import check_whole
 from numpy_transformer.model import analytic_parameter_count
-from numpy_transformer.memory_budget import machine_memory
+from numpy_transformer.memory_budget import check_fits
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
@@ -369,11 +369,8 @@ def built_config(hf, width, heads, build, vocab_size, **fields):
         config = build(vocab_size, **fields)
     except ValueError as error:
         raise ValueError(f"{hf.path}: {error}") from None
-    needed = analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize
-    memory = machine_memory()
-    if memory and needed > memory:
-        raise ValueError(f"{hf.path}: the model it describes needs {needed / 2**30:,.1f} GiB for its weights, more "
-                         f"than this machine's {memory / 2**30:,.1f} GiB")
+    check_fits(analytic_parameter_count(config)["total"] * np.dtype(config.dtype).itemsize,
+               f"{hf.path}: the model it describes, for its weights,", "load a smaller model, or use a machine with more memory")
     return config
 
 

@@ -42,13 +42,19 @@ def check_exportable(config):
                          f"and sinusoidal or learned positions")
 
 
-def torch_transformer(config, dtype=None):
-    """The encoder-decoder of `config` (a TransformerConfig of that kind) as a torch.nn.Module."""
+def _torch_and_options(name, config, kind, dtype):
+    """(torch, the keyword arguments of every layer) once `config` is checked to be of `kind` and
+    to have a PyTorch counterpart; torch is imported here, never by the library at import time."""
     import torch
 
-    check_model_kind("torch_transformer", config, "encoder-decoder")
+    check_model_kind(name, config, kind)
     check_exportable(config)
-    options = dict(dtype=dtype or getattr(torch, config.dtype))
+    return torch, dict(dtype=dtype or getattr(torch, config.dtype))
+
+
+def torch_transformer(config, dtype=None):
+    """The encoder-decoder of `config` (a TransformerConfig of that kind) as a torch.nn.Module."""
+    torch, options = _torch_and_options("torch_transformer", config, "encoder-decoder", dtype)
 
     class Reference(torch.nn.Module):
         def __init__(self):
@@ -91,11 +97,7 @@ def torch_transformer(config, dtype=None):
 
 def torch_decoder_only(config, dtype=None):
     """The decoder-only model of `config` (a TransformerConfig of that kind) as a torch.nn.Module."""
-    import torch
-
-    check_model_kind("torch_decoder_only", config, "decoder-only")
-    check_exportable(config)
-    options = dict(dtype=dtype or getattr(torch, config.dtype))
+    torch, options = _torch_and_options("torch_decoder_only", config, "decoder-only", dtype)
 
     class Reference(torch.nn.Module):
         def __init__(self):
