@@ -1,6 +1,6 @@
 """`numpy-transformer train`: train a model, then evaluate it on the test split.
 
-    numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE|DIR|HUB_NAME] [flags]
+    numpy-transformer train [--out DIR] [--preset NAME] [--dataset tatoeba|builtin|opus_books|FILE|DIR|HUB_NAME] [flags]
     numpy-transformer train --dataset train.jsonl --validation-file val.jsonl [--test-file test.jsonl] [flags]
     numpy-transformer train --task lm|mlm [--dataset builtin|FILE.txt|HUB_NAME] [--language xx] [flags]
     numpy-transformer train --out DIR --resume [--steps N]
@@ -62,7 +62,8 @@ TRAINING_FLAGS = [
                                       "master weights and Adam, dynamic loss scaling"),
 ]
 DATA_FLAGS = [
-    ("--dataset", "dataset", str, "builtin (synthetic, offline; the default), opus_books, a .jsonl/.json/.csv/"
+    ("--dataset", "dataset", str, "tatoeba (real English–Italian sentences in the package, offline; the "
+                                  "default), builtin (the synthetic grammar, offline), opus_books, a .jsonl/.json/.csv/"
                                   ".tsv/.parquet file of pairs (split 90/5/5 unless --validation-file/--test-file "
                                   "give its official splits), a folder of train.*, validation.* (val, valid, dev) "
                                   "and test.* files, or a Hugging Face dataset with a translation column or one "

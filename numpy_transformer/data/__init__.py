@@ -2,7 +2,8 @@
 
 One call gives the training code its data, whatever the source:
 
-    splits = load_dataset_splits("builtin")              # the default: no network needed
+    splits = load_dataset_splits("tatoeba")              # real sentences in the package: no network needed
+    splits = load_dataset_splits("builtin")              # the synthetic grammar, with word alignments
     splits = load_dataset_splits("opus_books", pair="en-it", subset=2000)
     splits = load_dataset_splits("my_pairs.jsonl")       # a local file, split 90/5/5
     splits = load_dataset_splits("train.jsonl", pair="en-de", validation_file="val.jsonl")  # official splits
@@ -18,6 +19,7 @@ One call gives the training code its data, whatever the source:
 | module        | what it holds                                                            |
 |---------------|--------------------------------------------------------------------------|
 | `corpus`      | `Pair`, `DataSplits`, the seeded 90/5/5 split and the subset             |
+| `tatoeba`     | real English–Italian in the package: Tatoeba, CC-BY 2.0 FR               |
 | `builtin`     | the built-in synthetic corpus, with word alignments                      |
 | `grammar`     | the grammar that writes it (`lexicon`, `english`, `italian`: its words)  |
 | `hub`         | Hub datasets, cached copy first; `DataUnavailableError` when offline     |
@@ -38,11 +40,12 @@ from numpy_transformer.data.files import FORMATS, file_splits, hub_pairs
 from numpy_transformer.data.hub import DataUnavailableError
 from numpy_transformer.data.official import hub_splits, split_files
 from numpy_transformer.data.opus import load_opus_books, pairs_file_hint, parse_pair
+from numpy_transformer.data.tatoeba import NAMES as TATOEBA_NAMES, tatoeba_splits
 from numpy_transformer.data.texts import TextSplits, hub_text_splits, side_of, text_file_splits, TEXT_FILE_SUFFIX
 from numpy_transformer.data.tokenizer import (WordTokenizer, load_tokenizers, save_tokenizers,
                                               train_text_tokenizer, train_tokenizers)
 
-DATASET_NAMES = ("builtin", "opus_books")
+DATASET_NAMES = ("tatoeba", "builtin", "opus_books")
 OPUS_NAMES = ("opus_books", "Helsinki-NLP/opus_books")
 
 
@@ -51,6 +54,7 @@ def load_dataset_splits(name="builtin", pair="en-it", subset=None, subset_mode="
                         validation_file=None, test_file=None):
     """Train, validation and test pairs (a `DataSplits`, with its `source` line) from:
 
+    - "tatoeba": real English–Italian sentences in the package (`tatoeba.py`; pair en-it or it-en);
     - "builtin": the built-in synthetic corpus of `n_pairs` pairs (English→Italian only);
     - "opus_books" (or "Helsinki-NLP/opus_books"): the real corpus for `pair`;
     - a path to a .jsonl/.json, .csv, .tsv or .parquet file of pairs, with the separate
@@ -70,6 +74,8 @@ def load_dataset_splits(name="builtin", pair="en-it", subset=None, subset_mode="
         if languages != ("en", "it"):
             raise ValueError(f"the built-in corpus is English→Italian only (pair 'en-it'), got pair {pair!r}")
         return builtin_splits(n_pairs, seed, subset, subset_mode, fractions)
+    if name in TATOEBA_NAMES:
+        return tatoeba_splits(pair, subset, subset_mode, seed)
     if name in OPUS_NAMES:
         return load_opus_books(pair, subset, subset_mode, seed, cache_dir, fractions)
     parts, source = hub_splits(name, dataset_config, lambda table, where: hub_pairs(table, languages, where), "pairs",
@@ -82,7 +88,7 @@ def load_text_splits(name="builtin", language=None, pair="en-it", subset=None, s
                      validation_file=None, test_file=None):
     """Train, validation and test texts for a language model (a `TextSplits`) from:
 
-    - "builtin", "opus_books", or a file (or files, or a folder) of pairs: the `language` side
+    - "tatoeba", "builtin", "opus_books", or a file (or files, or a folder) of pairs: the `language` side
       of the pairs (by default the pair's source language), split as `load_dataset_splits`
       splits them;
     - a .txt file: one text per line (`language` labels it, by default the pair's source), with
@@ -93,7 +99,7 @@ def load_text_splits(name="builtin", language=None, pair="en-it", subset=None, s
     files = split_files(name, (*FORMATS, TEXT_FILE_SUFFIX), validation_file, test_file)
     if files is not None and files["train"].suffix.lower() == TEXT_FILE_SUFFIX:
         return text_file_splits(name, language, subset, subset_mode, seed, fractions, validation_file, test_file)
-    if files is not None or name in ("builtin", *OPUS_NAMES):
+    if files is not None or name in ("builtin", *TATOEBA_NAMES, *OPUS_NAMES):
         splits = load_dataset_splits(name, pair, subset, subset_mode, seed, n_pairs, cache_dir, fractions,
                                      validation_file=validation_file, test_file=test_file)
         return side_of(splits, language)

@@ -4,6 +4,7 @@ train / validation / test split.
 Every source (the built-in corpus, opus_books, local files) ends as a `DataSplits`: three lists
 of `Pair`s and a `source` line saying where they came from, which every output prints.
 """
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,12 +57,27 @@ def split_sizes(n, fractions=SPLIT_FRACTIONS):
 
 
 def split_pairs(pairs, seed=0, fractions=SPLIT_FRACTIONS):
-    """(train, validation, test): a seeded shuffle of `pairs` cut at `split_sizes`. The same seed
-    gives the same splits; every pair lands in exactly one split."""
-    order = np.random.default_rng(seed).permutation(len(pairs))
-    n_train, n_validation, _ = split_sizes(len(pairs), fractions)
+    """(train, validation, test): a seeded shuffle of the distinct source sentences of `pairs`
+    cut at `split_sizes`, each source taking all its pairs with it. A corpus with several
+    translations of one sentence (Tatoeba, most multi-reference test sets) repeats its source;
+    splitting by source keeps every held-out source out of training. Sources are compared by
+    their words (`source_key`: "Hey. Where are you going?" is "Hey, where are you going?").
+    Where every source is distinct this is a shuffle of the pairs. The same seed gives the same
+    splits; every pair lands in exactly one split. Items without a `src` (a language model's
+    texts) are their own source."""
+    groups = {}
+    for i, item in enumerate(pairs):
+        groups.setdefault(source_key(getattr(item, "src", item)), []).append(i)
+    groups = list(groups.values())
+    order = np.random.default_rng(seed).permutation(len(groups))
+    n_train, n_validation, _ = split_sizes(len(groups), fractions)
     cuts = np.split(order, [n_train, n_train + n_validation])
-    return tuple([pairs[i] for i in part] for part in cuts)
+    return tuple([pairs[i] for group in part for i in groups[group]] for part in cuts)
+
+
+def source_key(text):
+    """A sentence as the split compares it: its words, case-folded, without punctuation."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def subset_indices(n, subset=None, mode="first", seed=0):

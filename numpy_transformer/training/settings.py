@@ -41,8 +41,9 @@ class DataConfig(JsonConfig):
     | field          | meaning                                                                  |
     |----------------|--------------------------------------------------------------------------|
     | task           | "translation" (pairs), "lm" (GPT: causal) or "mlm" (BERT: masked)        |
-    | dataset        | "builtin" (synthetic, offline), "opus_books", a file path, a folder of   |
-    |                | train/validation/test files, or a Hugging Face dataset's name (pairs;    |
+    | dataset        | "tatoeba" (real en-it in the package), "builtin" (synthetic),           |
+    |                | "opus_books", a file path, a folder of train/validation/test files, or  |
+    |                | a Hugging Face dataset's name (pairs;                                    |
     |                | for the language models: texts); for the language models also .txt     |
     | dataset_config | that dataset's configuration (wikitext: "wikitext-2-raw-v1"), or None    |
     | validation_file| the official validation split of the file `dataset`, or None (carved     |
