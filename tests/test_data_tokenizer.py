@@ -270,7 +270,7 @@ def test_scores_are_computed_on_detokenized_text(monkeypatch, kind):
     monkeypatch.setattr(evaluation, "decode_ids", lambda model, sources, *rest: references)
     monkeypatch.setattr(evaluation, "mean_cross_entropy", lambda *arguments: 1.0)
     result = evaluation.evaluate_pairs(None, source, target, test, max_len=64, beam_size=1)
-    assert result.greedy == [pair.tgt for pair in test] == result.references
+    assert [[hypothesis] for hypothesis in result.greedy] == [[pair.tgt] for pair in test] == result.references
     assert result.greedy_scores.bleu == pytest.approx(100.0)
 
 

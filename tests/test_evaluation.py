@@ -61,10 +61,41 @@ def test_hypotheses_and_references_are_scored_as_written_text(monkeypatch):
 
     monkeypatch.setattr(evaluation, "decode_ids", oracle)
     result = evaluate_pairs(tiny_model(src, tgt), src, tgt, PAIRS, max_len=16)
-    assert result.references[0] == "l'uomo mangia la mela." and result.sources[0] == "the man eats the apple."
-    assert result.greedy == result.beam == result.references
+    assert result.references[0] == ["l'uomo mangia la mela."] and result.sources[0] == "the man eats the apple."
+    assert [[hypothesis] for hypothesis in result.greedy] == [[hypothesis] for hypothesis in result.beam] == \
+        result.references
     assert result.greedy_scores.bleu == result.beam_scores.bleu == pytest.approx(100)
     assert result.best is result.beam_scores
+
+
+def test_a_hypothesis_equal_to_the_second_reference_scores_100():
+    references = [["il gatto dorme.", "la gatta dorme."], ["piove.", "sta piovendo.", "cade la pioggia."]]
+    scores = corpus_scores(["la gatta dorme.", "cade la pioggia."], references)
+    assert scores.bleu == pytest.approx(100) and scores.chrf == pytest.approx(100)
+    assert "nrefs:var" in scores.bleu_signature
+    assert corpus_scores(["la gatta dorme."], [["il gatto dorme."]]).bleu < 50      # one reference: not 100
+
+
+def test_a_repeated_source_is_translated_once_and_scored_against_all_its_translations(monkeypatch):
+    """Two translations of "the man eats the apple.": the oracle outputs the second; BLEU is 100,
+    the source is decoded once, and the perplexity counts both references."""
+    src, tgt = tokenizers()
+    pairs = PAIRS + [Pair("the man eats the apple .", "oggi l' uomo mangia la mela .")]
+    second = {tuple(src.encode(pair.src)): tgt.encode(pair.tgt) for pair in pairs}      # the last wins
+    decoded = []
+
+    def oracle(model, sources, sos_id, eos_id, beam_size=1, length_penalty=0.6, batch_size=64):
+        decoded.append(len(sources))
+        return [second[tuple(source[1:-1])] for source in sources]
+
+    monkeypatch.setattr(evaluation, "decode_ids", oracle)
+    result = evaluate_pairs(tiny_model(src, tgt), src, tgt, pairs, max_len=16, beam_size=1)
+    assert decoded == [len(PAIRS)] and result.n_pairs == len(pairs)
+    assert result.references[0] == ["l'uomo mangia la mela.", "oggi l'uomo mangia la mela."]
+    assert result.greedy[0] == "oggi l'uomo mangia la mela."
+    assert result.greedy_scores.bleu == pytest.approx(100)
+    assert evaluation.reference_counts(result) == ("4 distinct sources translated once each and scored against "
+                                                   "all 5 references (1 to 2 a source)")
 
 
 def test_greedy_and_beam_search_are_both_run_and_beam_1_is_greedy_only():

@@ -281,7 +281,8 @@ def translation_scores(evaluation, args):
         "beam_size": evaluation.beam_size if evaluation.beam_scores else 1, "length_penalty": args.length_penalty,
         "bleu_signature": best.bleu_signature, "chrf_signature": best.chrf_signature,
         "perplexity": evaluation.perplexity, "test_cross_entropy": evaluation.cross_entropy,
-        "test_pairs": len(evaluation.sources)}
+        "test_pairs": evaluation.n_pairs, "test_sources": len(evaluation.sources),
+        "bleu_references": sum(map(len, evaluation.references))}
 
 
 def language_model_scores(evaluation):

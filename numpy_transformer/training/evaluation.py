@@ -92,21 +92,46 @@ class Scores:
 
 
 def corpus_scores(hypotheses, references):
-    """Corpus BLEU and chrF of written hypotheses against one written reference each."""
+    """Corpus BLEU and chrF of written hypotheses against their written references: one string
+    per hypothesis, or a list of them (all the translations of its source; any number). sacrebleu
+    reads the references as streams, the k-th stream holding each hypothesis's k-th reference or
+    None where it has fewer; its signature then says nrefs:var."""
     from sacrebleu.metrics import BLEU, CHRF
 
     if len(hypotheses) != len(references):
         raise ValueError(f"corpus_scores: {len(hypotheses)} hypotheses for {len(references)} references")
+    streams = reference_streams(references)
     bleu, chrf = BLEU(), CHRF()
-    return Scores(bleu.corpus_score(hypotheses, [references]).score, chrf.corpus_score(hypotheses, [references]).score,
+    return Scores(bleu.corpus_score(hypotheses, streams).score, chrf.corpus_score(hypotheses, streams).score,
                   str(bleu.get_signature()), str(chrf.get_signature()))
+
+
+def reference_streams(references):
+    """sacrebleu's reference streams from one reference, or a list of references, per hypothesis."""
+    lists = [[reference] if isinstance(reference, str) else list(reference) for reference in references]
+    if any(not found for found in lists):
+        raise ValueError("corpus_scores: a hypothesis without a reference")
+    depth = max((len(found) for found in lists), default=1)
+    return [[found[k] if k < len(found) else None for found in lists] for k in range(depth)]
+
+
+def group_by_source(pairs):
+    """[(source, [pairs])]: the pairs of each distinct source text, in the order of first
+    appearance. A corpus with several translations of a sentence repeats its source once per
+    translation; it is translated once and scored against all of them."""
+    groups = {}
+    for pair in pairs:
+        groups.setdefault(pair.src, []).append(pair)
+    return list(groups.items())
 
 
 @dataclasses.dataclass
 class Evaluation:
-    """A test set translated both ways and scored. sources and references are written text;
-    greedy / beam: the hypotheses (beam None when beam_size is 1); n_skipped: pairs left out
-    by the maximum-length policy."""
+    """A held-out split translated both ways and scored, one hypothesis per distinct source.
+    sources: written text; references: the written translations of each source (a list each);
+    greedy / beam: the hypotheses (beam None when beam_size is 1); n_pairs: the pairs scored
+    (every reference counts in the perplexity); n_skipped: pairs left out by the maximum-length
+    policy."""
     sources: list
     references: list
     greedy: list
@@ -116,6 +141,7 @@ class Evaluation:
     cross_entropy: float
     beam_size: int
     n_skipped: int
+    n_pairs: int
 
     @property
     def perplexity(self):
@@ -126,18 +152,26 @@ class Evaluation:
         """The scores of beam search, or of greedy decoding when there was no beam."""
         return self.beam_scores or self.greedy_scores
 
+    @property
+    def max_references(self):
+        return max(len(found) for found in self.references)
+
 
 def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, max_len, length_policy="drop", beam_size=4,
                    length_penalty=1.0, batch_size=64):
-    """Translate the pairs (`Pair`s) greedily and with beam search, and score both; the
-    perplexity of the references. Pairs are encoded as in training (`encode_pairs` with the
-    same maximum length and policy), so a pair the policy drops is left out and counted."""
+    """Translate each distinct source of the pairs (`Pair`s) greedily and with beam search, score
+    both against all the source's translations, and give the perplexity of every reference.
+    Pairs are encoded as in training (`encode_pairs` with the same maximum length and policy),
+    so a pair the policy drops is left out and counted."""
     encoded = encode_pairs(pairs, src_tokenizer, tgt_tokenizer, max_len, length_policy)
     if len(encoded) == 0:
         raise ValueError(f"no pair to evaluate: all {len(pairs)} are longer than the maximum length {max_len}")
-    kept = [pairs[i] for i in encoded.pair_index]
-    sources = [with_specials(x, src_tokenizer) for x in encoded.src]
-    references = [detokenize(pair.tgt, tgt_tokenizer.language) for pair in kept]
+    first = {}
+    for row, index in enumerate(encoded.pair_index):
+        first.setdefault(pairs[index].src, row)
+    groups = group_by_source([pairs[i] for i in encoded.pair_index])
+    sources = [with_specials(encoded.src[first[source]], src_tokenizer) for source, _ in groups]
+    references = [[detokenize(pair.tgt, tgt_tokenizer.language) for pair in found] for _, found in groups]
 
     def hypotheses(beam):
         ids = decode_ids(model, sources, tgt_tokenizer.sos_id, tgt_tokenizer.eos_id, beam, length_penalty, batch_size)
@@ -145,9 +179,10 @@ def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, max_len, length_p
 
     greedy = hypotheses(1)
     beam = hypotheses(beam_size) if beam_size > 1 else None
-    return Evaluation([detokenize(pair.src, src_tokenizer.language) for pair in kept], references, greedy, beam,
+    return Evaluation([detokenize(source, src_tokenizer.language) for source, _ in groups], references, greedy, beam,
                       corpus_scores(greedy, references), beam and corpus_scores(beam, references),
-                      mean_cross_entropy(model, encoded, batch_size), beam_size, len(pairs) - len(encoded))
+                      mean_cross_entropy(model, encoded, batch_size), beam_size, len(pairs) - len(encoded),
+                      len(encoded))
 
 
 # Language models: perplexity, accuracy, samples.
@@ -267,6 +302,17 @@ def print_evaluation(evaluation, split, samples):
         print_translation_scores(evaluation, split, samples)
 
 
+def reference_counts(evaluation):
+    """`1,000 sources, one reference each` or `1,000 sources with 2,303 references (1 to 9 each),
+    every one scored`."""
+    n_sources = len(evaluation.sources)
+    if evaluation.max_references == 1:
+        return f"{n_sources:,} sources, one reference each"
+    fewest = min(len(found) for found in evaluation.references)
+    return (f"{n_sources:,} distinct sources translated once each and scored against all "
+            f"{sum(map(len, evaluation.references)):,} references ({fewest} to {evaluation.max_references} a source)")
+
+
 def print_language_model_scores(evaluation, split):
     """The samples, then the perplexity and accuracy of the predicted tokens."""
     if evaluation.samples:
@@ -287,13 +333,14 @@ def print_translation_scores(evaluation, split, samples):
     if shown:
         print(f"\nSample {split} translations:")
     for i in range(shown):
-        lines = [("source", evaluation.sources[i]), ("reference", evaluation.references[i]),
-                 ("greedy", evaluation.greedy[i])]
+        lines = [("source", evaluation.sources[i])] + [("reference" if k == 0 else "", reference)
+                                                        for k, reference in enumerate(evaluation.references[i])]
+        lines.append(("greedy", evaluation.greedy[i]))
         if evaluation.beam:
             lines.append((f"beam {evaluation.beam_size}", evaluation.beam[i]))
         print("\n".join(f"  {name:<10} {text}" for name, text in lines) + "\n")
     skipped = f" ({evaluation.n_skipped} longer than the maximum length left out)" if evaluation.n_skipped else ""
-    print(f"{split.capitalize()} split: {len(evaluation.sources):,} pairs{skipped}.")
+    print(f"{split.capitalize()} split: {evaluation.n_pairs:,} pairs{skipped}, {reference_counts(evaluation)}.")
     print(f"  {'':<8} {'BLEU':>6} {'chrF':>6}")
     for name, scores in rows:
         print(f"  {name:<8} {scores.bleu:>6.2f} {scores.chrf:>6.2f}")
