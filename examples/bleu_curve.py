@@ -175,12 +175,12 @@ def main(argv=None):
                         help="draw curve.jsonl files already written (LABEL=PATH …) into --figure, and train nothing")
     parser.add_argument("--figure", default="bleu_curve.png")
     parser.add_argument("--framework", choices=("numpy", "torch"), default="numpy")
-    parser.add_argument("--init", default=None, help="numpy: xavier (default), xavier_uniform, torch; "
-                                                      "torch: recipe (default) or copy")
+    parser.add_argument("--init", default=None, help="numpy: the preset's (default), xavier, xavier_uniform, "
+                                                      "torch; torch: recipe (default) or copy")
     parser.add_argument("--preset", default="default")
-    parser.add_argument("--dataset", default="builtin")
+    parser.add_argument("--dataset", default=None, help="the preset's by default (tatoeba for the default preset)")
     parser.add_argument("--validation-file", default=None)
-    parser.add_argument("--pair", default="en-it")
+    parser.add_argument("--pair", default=None, help="the preset's by default")
     parser.add_argument("--steps", type=int, default=None, help="the preset's by default")
     parser.add_argument("--seed", type=int, default=0)
     for part in ("model", "training", "data"):
@@ -198,11 +198,13 @@ def main(argv=None):
     if args.plot:
         print(f"wrote {draw(dict(item.split('=', 1) for item in args.plot), args.figure)}")
         return None
-    init = args.init or ("recipe" if args.framework == "torch" else "xavier")
-    model = {**({"init": init} if args.framework == "numpy" else {}), **args.model}
+    init = args.init or ("recipe" if args.framework == "torch" else None)
+    model = {**({"init": init} if args.framework == "numpy" and init else {}), **args.model}
     training = {"seed": args.seed, **({"steps": args.steps, "epochs": None} if args.steps else {}), **args.training}
-    data = {"dataset": args.dataset, "pair": args.pair, "validation_file": args.validation_file, **args.data}
-    model_fields, training_config, data_config = resolve(args.preset, model, training, data)
+    data = {name: value for name, value in (("dataset", args.dataset), ("pair", args.pair),
+                                             ("validation_file", args.validation_file)) if value is not None}
+    model_fields, training_config, data_config = resolve(args.preset, model, training, {**data, **args.data})
+    init = init or model_fields.get("init", "xavier")
     prepared = prepare_data(data_config, progress=False)
     config = model_config(model_fields, [t.vocab_size for t in prepared.tokenizers], prepared.src_tokenizer.pad_id,
                           data_config.max_len)

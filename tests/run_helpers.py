@@ -17,7 +17,7 @@ from numpy_transformer.training.settings import resolve
 
 TINY_MODEL = dict(d_model=16, n_heads=2, d_ff=32, dropout=0.1)
 TINY_TRAINING = dict(batch_size=16, steps=10, warmup_steps=20, eval_every=5, log_every=2, checkpoint_every=5)
-TINY_DATA = dict(n_pairs=120, max_len=32)
+TINY_DATA = dict(dataset="builtin", tokenizer="word", shared_vocabulary=False, n_pairs=120, max_len=32)
 
 
 def tiny_configs(model=None, training=None, data=None):

@@ -13,7 +13,7 @@ import pytest
 from numpy_transformer.training.run import Run
 from run_helpers import assert_clear_error, run_main, write_opus_jsonl, written_pairs
 
-TINY = ["--n-pairs", "120", "--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32",
+TINY = ["--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "120", "--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32",
         "--batch-size", "16", "--steps", "10", "--eval-every", "5", "--checkpoint-every", "5", "--samples", "2"]
 METRICS = {"bleu", "chrf", "bleu_greedy", "chrf_greedy", "bleu_signature", "chrf_signature", "loss",
            "validation_loss", "perplexity", "train_seconds", "source", "steps", "parameters", "data", "model"}
@@ -157,7 +157,7 @@ def test_an_empty_or_malformed_data_file_is_one_clear_line_and_leaves_no_folder(
     path = tmp_path / "pairs.jsonl"
     path.write_text(content)
     out = tmp_path / "run"
-    status, _, err = run_main(["train", "--out", out, "--dataset", path, "--cache-dir", tmp_path / "cache", *TINY])
+    status, _, err = run_main(["train", "--out", out, "--dataset", path, "--cache-dir", tmp_path / "cache", *TINY[2:]])
     assert_clear_error(status, err, message, absent_folder=out)
 
 

@@ -277,7 +277,7 @@ def test_pytorch_and_gpt2_export_and_the_attention_analyses_refuse_memory_slots(
 
 def test_train_with_memory_slots_runs_and_its_checkpoint_loads_the_slots(tmp_path):
     directory = tmp_path / "run"
-    status, out, err = run_main(["train", "--out", directory, "--memory-slots", "4", "--n-pairs", "120",
+    status, out, err = run_main(["train", "--out", directory, "--memory-slots", "4", "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "120",
                                  "--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--layers", "1",
                                  "--batch-size", "16", "--steps", "6", "--eval-every", "3", "--samples", "0"])
     assert status == 0, err

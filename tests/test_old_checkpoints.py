@@ -99,9 +99,11 @@ def test_the_commands_print_what_the_old_code_printed(runs, command, expected):
 
 def evaluation_figures(text):
     """The lines of `evaluate`'s output that carry its results: the sample outputs, the BLEU and
-    chrF rows, the perplexity and the accuracy."""
+    chrF rows, the perplexity and the accuracy; of the split's line, the pairs it counts (the
+    sources and references that follow are this version's words)."""
     pattern = r"^ *(?:greedy|beam 2|best|perplexity|Test split).*$"
-    return [line.strip() for line in re.findall(pattern, text, flags=re.MULTILINE)]
+    return [re.sub(r"^(Test split: [\d,]+ pairs(?: \([^)]*\))?)[,.].*$", r"\1", line.strip())
+            for line in re.findall(pattern, text, flags=re.MULTILINE)]
 
 
 @pytest.mark.parametrize("run", KINDS)

@@ -25,7 +25,7 @@ from numpy_transformer.training.run import Run
 from numpy_transformer.training.run_folder import LOCK, MANIFEST, RunFolderError
 from run_helpers import tiny_configs, write_opus_jsonl, written_pairs
 
-TINY = ["--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--batch-size", "16", "--max-len", "32",
+TINY = ["--tokenizer", "word", "--no-shared-vocabulary", "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--batch-size", "16", "--max-len", "32",
         "--eval-every", "5", "--checkpoint-every", "5", "--samples", "0", "--beam", "1", "--quiet"]
 ENVIRONMENT = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
 
@@ -45,7 +45,7 @@ def run_main(args, cwd=None):
 
 
 def tiny_train(out, *more, steps=5):
-    return run_main(["train", "--out", out, "--n-pairs", "120", "--steps", steps, *TINY, *more])
+    return run_main(["train", "--out", out, "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "120", "--steps", steps, *TINY, *more])
 
 
 def one_error_line(err):
@@ -70,7 +70,7 @@ def test_a_new_run_refuses_a_folder_of_the_users_files_and_touches_none(tmp_path
 
 def test_an_empty_out_is_refused_and_the_current_folder_left_alone(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
-    status, _, err = run_main(["train", "--out", "", "--n-pairs", "120", "--steps", "5", *TINY], cwd=tmp_path)
+    status, _, err = run_main(["train", "--out", "", "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "120", "--steps", "5", *TINY], cwd=tmp_path)
     assert status == 1 and "--out ." in one_error_line(err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
@@ -99,7 +99,7 @@ def test_a_run_writes_beside_the_users_files_only_with_overwrite(tmp_path):
 
 def test_a_second_run_on_a_folder_in_use_is_refused_while_the_first_completes(tmp_path):
     folder = tmp_path / "run"
-    command = [sys.executable, "-m", "numpy_transformer.cli", "train", "--out", str(folder), "--n-pairs", "400",
+    command = [sys.executable, "-m", "numpy_transformer.cli", "train", "--out", str(folder), "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "400",
                "--steps", "400", *TINY]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENVIRONMENT)
     try:
@@ -180,7 +180,7 @@ def test_evaluate_finds_the_corpus_from_another_working_folder(tmp_path):
 
 def test_sigterm_saves_a_checkpoint_that_resume_continues(tmp_path):
     folder = tmp_path / "run"
-    command = [sys.executable, "-m", "numpy_transformer.cli", "train", "--out", str(folder), "--n-pairs", "400",
+    command = [sys.executable, "-m", "numpy_transformer.cli", "train", "--out", str(folder), "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "400",
                "--steps", "3000", *TINY[:-5], "--checkpoint-every", "100000", "--samples", "0", "--beam", "1"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENVIRONMENT)
     try:
@@ -277,11 +277,11 @@ def test_a_read_only_folder_is_one_line(tmp_path, monkeypatch):
 @pytest.mark.parametrize("flags, message", [
     (["--d-model", "100000", "--n-heads", "2"], "GiB"),
     (["--attention", "window", "--attention-options", '{"window": 1000000000}'], "window=1000000000"),
-    (["--n-pairs", "2"], "2 pairs are too few"),
+    (["--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "2"], "2 pairs are too few"),
     (["--lr", "1e308"], r"lr must be a number in (0, 1]"),
 ])
 def test_absurd_or_too_small_settings_fail_before_any_folder_exists(tmp_path, flags, message):
-    args = ["train", "--out", tmp_path / "run", "--n-pairs", "120", "--steps", "5", *TINY]
+    args = ["train", "--out", tmp_path / "run", "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "120", "--steps", "5", *TINY]
     status, _, err = run_main([*args, *flags])
     assert status == 1 and message in one_error_line(err)
     assert not (tmp_path / "run").exists()

@@ -89,7 +89,7 @@ def test_a_model_without_a_pytorch_counterpart_is_refused_with_the_options_named
 
 def test_the_export_command_writes_a_state_dict_that_loads_into_the_reference(tmp_path):
     run = tmp_path / "run"
-    status, _, err = run_main(["train", "--out", run, "--n-pairs", "120", "--max-len", "32", "--d-model", "16",
+    status, _, err = run_main(["train", "--out", run, "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "120", "--max-len", "32", "--d-model", "16",
                                "--n-heads", "2", "--d-ff", "32", "--batch-size", "16", "--steps", "3", "--beam", "1",
                                "--samples", "0"])
     assert status == 0, err

@@ -216,7 +216,7 @@ def test_the_presets_are_the_runs_they_describe():
     assert resolve("thesis-1-head")[0]["n_heads"] == 1
     model, training, data = resolve("default")
     assert model["n_encoder_layers"] == model["n_decoder_layers"] == 1 and model["n_heads"] > 1
-    assert data.dataset == "builtin"
+    assert (data.dataset, data.tokenizer, data.vocab_size, data.shared_vocabulary) == ("tatoeba", "unigram", 8000, True)
     base = model_config(resolve("base")[0], (37000, 37000), 1, 350)
     assert (base.n_encoder_layers, base.d_ff, base.tie_embeddings) == (6, 2048, True)
     model, training, data = resolve("small-real")

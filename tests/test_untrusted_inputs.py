@@ -24,7 +24,7 @@ PAIRS = [(f"the cat number {i} eats the fish .", f"il gatto numero {i} mangia il
 
 
 def train(tmp_path, *arguments):
-    return main(["train", "--out", str(tmp_path / "run"), "--steps", "1", "--quiet", "--d-model", "16", "--d-ff",
+    return main(["train", "--out", str(tmp_path / "run"), "--steps", "1", "--quiet", "--tokenizer", "word", "--no-shared-vocabulary", "--d-model", "16", "--d-ff",
                  "32", "--n-heads", "2", "--layers", "1", *arguments])
 
 
@@ -58,7 +58,7 @@ def test_a_language_models_test_texts_that_are_its_training_texts_are_warned_abo
 
 
 def test_a_min_frequency_no_word_reaches_is_one_line_naming_the_option(tmp_path, capsys):
-    assert train(tmp_path, "--n-pairs", "200", "--min-frequency", "1000000") == 1
+    assert train(tmp_path, "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "200", "--min-frequency", "1000000") == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--min-frequency 1000000: no en word" in err and "lower --min-frequency" in err
     assert not (tmp_path / "run").exists()
@@ -104,7 +104,7 @@ def with_shape_in_header(archive, entry, shape):
 
 
 def test_a_checkpoint_entry_whose_shape_asks_for_more_memory_than_exists_names_the_entry(tmp_path, capsys):
-    assert train(tmp_path, "--n-pairs", "200") == 0
+    assert train(tmp_path, "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "200") == 0
     with_shape_in_header(tmp_path / "run" / "checkpoint.npz", "model/encoder.embedding.weight", "(999999999999,)")
     capsys.readouterr()
     assert main(["translate", "--checkpoint", str(tmp_path / "run"), "the cat"]) == 1

@@ -24,7 +24,7 @@ from numpy_transformer.training.output_folder import OUTPUT_MANIFEST, OutputFold
 from numpy_transformer.training.run_folder import RunFolderError
 from run_helpers import assert_clear_error, assert_same_weights, run_main, weights
 
-TINY_RUN = ["--n-pairs", "120", "--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32",
+TINY_RUN = ["--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "120", "--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32",
             "--batch-size", "16", "--steps", "3", "--beam", "1", "--samples", "0"]
 
 
