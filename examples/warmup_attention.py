@@ -28,6 +28,7 @@ from numpy_transformer.analysis.hooks import attention_modules, kind_of
 from numpy_transformer.data.batching import make_batch
 from numpy_transformer.decoding import inference_mode
 from numpy_transformer.model import Transformer
+from numpy_transformer.training.presets import BUILTIN_DATA
 from numpy_transformer.training.settings import model_config, resolve
 from numpy_transformer.training.loop import Trainer, run_generators
 from numpy_transformer.training.prepare import prepare_data
@@ -121,7 +122,7 @@ def draw(records, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
-    _, _, data_config = resolve("default", data={"n_pairs": args.n_pairs})
+    _, _, data_config = resolve("default", data={**BUILTIN_DATA, "n_pairs": args.n_pairs})
     args.max_len = data_config.max_len
     data = prepare_data(data_config)
     probe_batch = make_batch(data.validation, np.arange(min(64, len(data.validation))))

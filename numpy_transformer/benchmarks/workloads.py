@@ -13,8 +13,10 @@
 The decoder-only (GPT) rows are `DecoderOnlyTransformer`s of the `lm` preset's kind (pre-norm,
 GELU, learned positions, tied head) reading the batch's target side: `tgt_in` → `tgt_out`.
 
-The default run's vocabularies are those the built-in corpus gives its tokenizers; 16 tokens is
-about the longest sentence of its batches (the mean is 8).
+The `default` workload's vocabularies are those the built-in corpus gives its word-level
+tokenizers (the default run's until it moved to the packaged Tatoeba corpus, whose one shared
+vocabulary has 8,000 pieces); 16 tokens is about the longest sentence of its batches (the mean
+is 8).
 
 Dropout 0.1, label smoothing 0.1 and Adam's betas (0.9, 0.98) and eps 1e-9 are the thesis's.
 """

@@ -38,6 +38,7 @@ import dataclasses
 ONE_LAYER = dict(n_encoder_layers=1, n_decoder_layers=1)
 THESIS_RUN = dict(batch_size=8, steps=None, epochs=20, schedule="constant", lr=1e-4, eval_every=1000,
                   log_every=100, checkpoint_every=1000)
+BUILTIN_DATA = dict(dataset="builtin", tokenizer="word", shared_vocabulary=False)   # the synthetic grammar, by words
 OPUS_BOOKS = dict(dataset="opus_books", pair="en-it", max_len=350)
 LANGUAGE_MODEL_RUN = dict(batch_size=64, schedule="warmup", warmup_steps=400, lr_factor=1.0, label_smoothing=0.0,
                           eval_every=250, log_every=50, checkpoint_every=500)
