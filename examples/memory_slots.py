@@ -22,7 +22,6 @@ from numpy_transformer.analysis.hooks import attention_modules
 from numpy_transformer.data.batching import make_batch
 from numpy_transformer.decoding import inference_mode
 from numpy_transformer.model import Transformer
-from numpy_transformer.training.presets import BUILTIN_DATA
 from numpy_transformer.training.settings import model_config, resolve
 from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators
 from numpy_transformer.training.prepare import prepare_data
@@ -56,7 +55,7 @@ def slot_mass(model, batch):
 
 def train(args, data, probe_batch):
     """[(step, mean training loss since the last probe, {layer: slot mass})] of one run."""
-    model_fields, training, _ = resolve("default", model={"d_model": args.d_model, "d_ff": 4 * args.d_model,
+    model_fields, training, _ = resolve("grammar", model={"d_model": args.d_model, "d_ff": 4 * args.d_model,
                                                           "memory_slots": args.slots}, training={"steps": args.steps})
     config = model_config(model_fields, [t.vocab_size for t in data.tokenizers], data.src_tokenizer.pad_id,
                           args.max_len)
@@ -104,7 +103,7 @@ def draw(records, slots, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
-    _, _, data_config = resolve("default", data={**BUILTIN_DATA, "n_pairs": args.n_pairs})
+    _, _, data_config = resolve("grammar", data={"n_pairs": args.n_pairs})
     args.max_len = data_config.max_len
     data = prepare_data(data_config)
     probe_batch = make_batch(data.validation, np.arange(min(64, len(data.validation))))

@@ -28,7 +28,6 @@ from numpy_transformer.analysis.hooks import attention_modules, kind_of
 from numpy_transformer.data.batching import make_batch
 from numpy_transformer.decoding import inference_mode
 from numpy_transformer.model import Transformer
-from numpy_transformer.training.presets import BUILTIN_DATA
 from numpy_transformer.training.settings import model_config, resolve
 from numpy_transformer.training.loop import Trainer, run_generators
 from numpy_transformer.training.prepare import prepare_data
@@ -62,7 +61,7 @@ def attention_entropy(model, batch):
 
 def run(schedule, args, data, probe_batch):
     """[(step, loss, {kind: entropy})] of one run, `schedule` "warmup" or "constant"."""
-    model_fields, training, _ = resolve("default", model={"d_model": args.d_model, "d_ff": 4 * args.d_model},
+    model_fields, training, _ = resolve("grammar", model={"d_model": args.d_model, "d_ff": 4 * args.d_model},
                                         training={"steps": args.steps})
     if schedule == "constant":                                 # the warm-up's peak, d^-0.5 · w^-0.5, from step 1
         peak = training.lr_factor * (args.d_model * training.warmup_steps) ** -0.5
@@ -122,7 +121,7 @@ def draw(records, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
-    _, _, data_config = resolve("default", data={**BUILTIN_DATA, "n_pairs": args.n_pairs})
+    _, _, data_config = resolve("grammar", data={"n_pairs": args.n_pairs})
     args.max_len = data_config.max_len
     data = prepare_data(data_config)
     probe_batch = make_batch(data.validation, np.arange(min(64, len(data.validation))))
