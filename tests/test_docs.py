@@ -163,3 +163,22 @@ def test_the_readme_shows_the_default_run_as_docs_training_does():
     training = set((DOCS / "training.md").read_text(encoding="utf-8").splitlines())
     missing = [line for line in output.group(1).splitlines() if line.strip() not in ("", "...") and line not in training]
     assert not missing, f"README.md shows lines docs/training.md does not: {missing}"
+
+
+OUTSIDE = ("..", "shared")          # a folder beside the repository's, which a clone does not have
+SKIPPED_FOLDERS = {".git", "__pycache__", ".pytest_cache", "runs", "build", "dist"}
+
+
+def test_no_file_of_the_repository_points_at_a_folder_outside_it():
+    """The docs, the code and the tests cite the thesis, its notes and the corpora by title and
+    public source, never by a path that exists only beside one working copy."""
+    needle = "/".join(OUTSIDE)
+    offenders = []
+    for path in ROOT.rglob("*"):
+        parts = set(path.relative_to(ROOT).parts)
+        if parts & SKIPPED_FOLDERS or any(part.endswith(".egg-info") or part.startswith(".venv") for part in parts):
+            continue
+        if path.is_file() and path.suffix in {".py", ".md", ".cfg", ".toml", ".txt", ".json", ""}:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            offenders += [f"{path.relative_to(ROOT)}:{n}" for n, line in enumerate(text.splitlines(), 1) if needle in line]
+    assert not offenders, f"paths outside the repository: {offenders}"
