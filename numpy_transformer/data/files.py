@@ -28,6 +28,7 @@ A file that is empty, cannot be parsed, lacks the columns, or has a row without 
 files, or a folder of them, are the corpus's own splits (`official.py`).
 """
 import csv
+import itertools
 import re
 from pathlib import Path
 
@@ -83,13 +84,11 @@ def load_pairs_file(path, languages=("en", "it"), cache_dir=None, columns=None):
                              f"TSV, JSON lines, Parquet); parallel text files are named by their languages already")
         return read_parallel_files(path, languages)
     table = _read(path, cache_dir, languages, columns)
-    headed_text = columns is None and FORMATS[path.suffix.lower()][0] == "csv"
     if len(table) == 0:
-        raise ValueError(f"{path}: the file has no rows" +
-                         (f" below its header {table.column_names}. {header_hint(table.column_names, languages)}"
-                          if headed_text else ""))
+        raise ValueError(f"{path}: the file has no rows")
     if isinstance(columns, dict):
         table = renamed(table, columns, f"{path}: its header (first row)")
+    headed_text = FORMATS[path.suffix.lower()][0] == "csv"
     hint = "" if columns else header_hint(table.column_names, languages) if headed_text else \
         mapping_hint(table.column_names, languages)
     rows = table_rows(table, languages, path, hint)
@@ -182,13 +181,13 @@ def _read(path, cache_dir, languages, columns):
     import datasets
 
     builder, options = FORMATS[path.suffix.lower()]
-    if isinstance(columns, list):
-        if builder != "csv":
-            raise ValueError(f"{path}: columns in order (--columns {','.join(columns)}) are for a CSV/TSV file "
-                             f"without a header; a {builder.upper()} file names its columns: map them with "
-                             f"--columns NAME={languages[0]},NAME={languages[1]}")
-        _check_field_count(path, options.get("delimiter", ","), columns)
-        options = {**options, "column_names": columns}
+    if isinstance(columns, list) and builder != "csv":
+        raise ValueError(f"{path}: columns in order (--columns {','.join(columns)}) are for a CSV/TSV file without "
+                         f"a header; a {builder.upper()} file names its columns: map them with "
+                         f"--columns NAME={languages[0]},NAME={languages[1]}")
+    if builder == "csv":
+        _check_first_rows(path, options.get("delimiter", ","), languages, columns)
+        options = {**options, "column_names": columns} if isinstance(columns, list) else options
     try:
         return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir, **options)
     except Exception as error:  # datasets and pyarrow raise many types; each means "cannot parse"
@@ -196,14 +195,19 @@ def _read(path, cache_dir, languages, columns):
         raise ValueError(f"{path}: cannot read it as {builder.upper()} ({type(reason).__name__}: {reason})") from None
 
 
-def _check_field_count(path, delimiter, columns):
-    """A ValueError unless the first row of a headerless CSV/TSV file has one field per name
-    (pandas would take surplus leading fields as the row's index, or leave names empty)."""
+def _check_first_rows(path, delimiter, languages, columns):
+    """A ValueError when the first rows of a CSV/TSV file cannot be read as `columns` says:
+    columns in order (no header) that are not one per field of the first row (pandas would
+    take surplus leading fields as the row's index, or leave names empty); or a header alone,
+    nothing below it (a file of one pair, without a header, read as having one)."""
     with open(path, encoding="utf-8", newline="") as file:
-        first = next((row for row in csv.reader(file, delimiter=delimiter) if row), [])
-    if len(first) != len(columns):
+        first = list(itertools.islice((row for row in csv.reader(file, delimiter=delimiter) if row), 2))
+    if isinstance(columns, list) and first and len(first[0]) != len(columns):
         raise ValueError(f"{path}: --columns {','.join(columns)} names {len(columns)} columns, but the first row "
-                         f"has {len(first)} fields ({first!r}); name every column in order")
+                         f"has {len(first[0])} fields ({first[0]!r}); name every column in order")
+    if not isinstance(columns, list) and len(first) == 1:
+        raise ValueError(f"{path}: the file has one row, read as its header {first[0]}, and no pairs below it" +
+                         (f". {header_hint(first[0], languages)}" if columns is None else ""))
 
 
 def _check_translation_languages(path, table, languages):
