@@ -7,6 +7,11 @@ validation and test files, a folder holding them, or a Hugging Face dataset's sp
     --dataset train.jsonl --validation-file val.jsonl --test-file test.jsonl
     --dataset data/multi30k/                                 a folder of train.*, validation.*
                                                              (or val.*, valid.*, dev.*), test.*
+    --dataset data/corpus --validation-file data/dev --test-file data/test
+                                                             prefixes of parallel text files:
+                                                             data/corpus.en + data/corpus.it, …
+    --dataset data/wmt/                                      a folder of train.en + train.it,
+                                                             valid.en + valid.it, test.en + test.it
     --dataset bentrevett/multi30k                            a Hub dataset: its train,
                                                              validation and test splits
 
