@@ -190,35 +190,23 @@ def test_a_header_of_other_names_is_mapped_to_the_languages(tmp_path):
     assert set(every_pair(load(jsonl, columns="source=en,target=de"))) == {Pair(*row) for row in ROWS}
 
 
-def test_a_headerless_file_without_columns_names_its_first_row_and_suggests_columns(tmp_path):
-    path = write_table(tmp_path / "pairs.tsv", ROWS)
-    with pytest.raises(ValueError, match=r"pairs\.tsv: .*found columns \['Hello\.', 'Hallo\.'\]\. The first row was "
-                                         r"read as the header: if the file has no header, name its columns in order "
-                                         r"with --columns en,de; if it has one, map its names with --columns "
-                                         r"NAME=en,NAME=de"):
-        load(path)
-
-
-def test_a_header_of_other_names_without_columns_suggests_the_mapping(tmp_path):
-    path = write_table(tmp_path / "pairs.csv", ROWS, ",", header=("english", "german"))
-    with pytest.raises(ValueError, match=r"found columns \['english', 'german'\]\. .* map its names with --columns "
-                                         r"english=en,german=de$"):
-        load(path)
-
-
-def test_a_one_line_headerless_file_says_its_only_row_was_read_as_the_header(tmp_path):
-    path = write_table(tmp_path / "pairs.tsv", ROWS[:1])
-    with pytest.raises(ValueError, match=r"pairs\.tsv: the file has one row, read as its header \['Hello\.', 'Hallo\.'\], "
-                                         r"and no pairs below it\. The first row was read as the header: .*--columns "
-                                         r"en,de"):
-        load(path)
-
-
-def test_a_mapped_column_the_header_lacks_is_refused_naming_the_columns(tmp_path):
-    path = write_table(tmp_path / "pairs.csv", ROWS, ",", header=("english", "german"))
-    with pytest.raises(ValueError, match=r"pairs\.csv: its header \(first row\) has no column 'englisch' \(--columns\): "
-                                         r"its columns are \['english', 'german'\]"):
-        load(path, columns="englisch=en,german=de")
+@pytest.mark.parametrize("header, n_rows, columns, message", [
+    (None, len(ROWS), None, r"pairs\.csv: .*found columns \['Hello\.', 'Hallo\.'\]\. The first row was read as the "
+                            r"header: if the file has no header, name its columns in order with --columns en,de; if it "
+                            r"has one, map its names with --columns NAME=en,NAME=de$"),
+    (("english", "german"), len(ROWS), None, r"found columns \['english', 'german'\]\. .* map its names with "
+                                             r"--columns english=en,german=de$"),
+    (None, 1, None, r"pairs\.csv: the file has one row, read as its header \['Hello\.', 'Hallo\.'\], and no pairs "
+                    r"below it\. The first row was read as the header: .*--columns en,de"),
+    (("english", "german"), len(ROWS), "englisch=en,german=de",
+     r"pairs\.csv: its header \(first row\) has no column 'englisch' \(--columns\): its columns are "
+     r"\['english', 'german'\]"),
+])
+def test_a_header_that_names_no_language_is_refused_with_the_header_and_the_columns_that_would_read_it(
+        tmp_path, header, n_rows, columns, message):
+    path = write_table(tmp_path / "pairs.csv", ROWS[:n_rows], ",", header=header)
+    with pytest.raises(ValueError, match=message):
+        load(path, columns=columns)
 
 
 def test_columns_in_order_are_for_csv_and_tsv_only(tmp_path):
