@@ -2,6 +2,8 @@
 
     numpy-transformer train [--out DIR] [--preset NAME] [--dataset tatoeba|builtin|opus_books|FILE|DIR|HUB_NAME] [flags]
     numpy-transformer train --dataset train.jsonl --validation-file val.jsonl [--test-file test.jsonl] [flags]
+    numpy-transformer train --dataset data/corpus --pair en-de [flags]      (data/corpus.en + data/corpus.de)
+    numpy-transformer train --dataset pairs.tsv --columns en,de --pair en-de [flags]   (a TSV file without header)
     numpy-transformer train --task lm|mlm [--dataset builtin|FILE.txt|HUB_NAME] [--language xx] [flags]
     numpy-transformer train --out DIR --resume [--steps N]
 
@@ -64,15 +66,23 @@ TRAINING_FLAGS = [
 DATA_FLAGS = [
     ("--dataset", "dataset", str, "tatoeba (real English–Italian sentences in the package, offline; the "
                                   "default), builtin (the synthetic grammar, offline), opus_books, a .jsonl/.json/.csv/"
-                                  ".tsv/.parquet file of pairs (split 90/5/5 unless --validation-file/--test-file "
-                                  "give its official splits), a folder of train.*, validation.* (val, valid, dev) "
-                                  "and test.* files, or a Hugging Face dataset with a translation column or one "
-                                  "column per language (its own splits); for --task lm|mlm also .txt files (one "
-                                  "text per line) or a Hugging Face dataset with a 'text' column"),
-    ("--validation-file", "validation_file", str, "the official validation split of the --dataset file (without "
-                                                  "it: 5%% of the training file)"),
-    ("--test-file", "test_file", str, "the official test split of the --dataset file (without it: 5%% of the "
-                                      "training file)"),
+                                  ".tsv/.parquet file of pairs (columns named by the languages, or see --columns), "
+                                  "the prefix P of two parallel text files P.en and P.it of one sentence a line "
+                                  "(the pair's languages; line i of one translates line i of the other), each split "
+                                  "90/5/5 unless --validation-file/--test-file give its official splits; a folder of "
+                                  "train.*, validation.* (val, valid, dev) and test.* files, or of train.en + "
+                                  "train.it, valid.en + valid.it, test.en + test.it; or a Hugging Face dataset with a "
+                                  "translation column or one column per language (its own splits); for --task "
+                                  "lm|mlm also .txt files (one text per line) or a Hugging Face dataset with a "
+                                  "'text' column"),
+    ("--validation-file", "validation_file", str, "the official validation split of the --dataset file (a file, or "
+                                                  "the prefix of parallel text files; without it: 5%% of the "
+                                                  "training file)"),
+    ("--test-file", "test_file", str, "the official test split of the --dataset file (a file, or a prefix; without "
+                                      "it: 5%% of the training file)"),
+    ("--columns", "columns", str, "which columns of a CSV/TSV (or JSON lines, Parquet) file hold which language: "
+                                  "en,de for a file without a header (its columns in order: the first English, the "
+                                  "second German), english=en,german=de for a header naming them otherwise"),
     ("--dataset-config", "dataset_config", str, "the configuration of a Hugging Face dataset (wikitext-2-raw-v1, "
                                                 "iwslt2017-en-de)"),
     ("--pair", "pair", str, "source-target languages (default en-it)"),

@@ -7,6 +7,11 @@ validation and test files, a folder holding them, or a Hugging Face dataset's sp
     --dataset train.jsonl --validation-file val.jsonl --test-file test.jsonl
     --dataset data/multi30k/                                 a folder of train.*, validation.*
                                                              (or val.*, valid.*, dev.*), test.*
+    --dataset data/corpus --validation-file data/dev --test-file data/test
+                                                             prefixes of parallel text files:
+                                                             data/corpus.en + data/corpus.it, …
+    --dataset data/wmt/                                      a folder of train.en + train.it,
+                                                             valid.en + valid.it, test.en + test.it
     --dataset bentrevett/multi30k                            a Hub dataset: its train,
                                                              validation and test splits
 
@@ -20,6 +25,7 @@ from pathlib import Path
 
 from numpy_transformer.data.corpus import HELD_OUT, SPLIT_FRACTIONS, complete_splits, describe_splits
 from numpy_transformer.data.hub import load_hub_dataset
+from numpy_transformer.data.moses import is_prefix, prefix_label
 
 # split → the names its file (or a Hub dataset's split) may have
 SPLIT_NAMES = {"train": ("train",), "validation": ("validation", "val", "valid", "dev"), "test": ("test",)}
@@ -41,26 +47,32 @@ def official_names(names, where):
     return found
 
 
-def folder_files(folder, suffixes):
+def folder_files(folder, suffixes, languages=()):
     """{split: Path} of the files in `folder` named train, validation (val, valid, dev) and test,
-    with one of `suffixes`."""
+    with one of `suffixes`; and, given the `languages` of a pair, of the parallel text files so
+    named (train.en + train.it: the prefix folder/train, `moses.py`)."""
     folder = Path(folder)
-    names = [path.name for path in folder.iterdir() if path.is_file() and path.suffix.lower() in suffixes]
-    found = official_names(names, f"{folder} (files ending in {', '.join(suffixes)})")
-    return {split: folder / name for split, name in found.items()}
+    files = {path.name: path for path in folder.iterdir() if path.is_file() and path.suffix.lower() in suffixes}
+    files |= {prefix_label(path.stem, languages): folder / path.stem for path in folder.iterdir()
+              if path.is_file() and path.suffix[1:] in languages}
+    parallel = f", or pairs of files ending in {' and '.join(f'.{language}' for language in languages)}" \
+        if languages else ""
+    found = official_names(list(files), f"{folder} (files ending in {', '.join(suffixes)}{parallel})")
+    return {split: files[name] for split, name in found.items()}
 
 
-def split_files(name, suffixes, validation_file=None, test_file=None):
-    """{split: Path} of a local corpus (`name` a file, with the separate held-out files given,
-    or a folder), or None when `name` is a corpus's name rather than a path.
+def split_files(name, suffixes, validation_file=None, test_file=None, languages=()):
+    """{split: Path} of a local corpus (`name` a file, the prefix of parallel text files of the
+    pair's `languages`, with the separate held-out files given; or a folder), or None when
+    `name` is a corpus's name rather than a path.
     A FileNotFoundError when `name` is a path that does not exist."""
     separate = {split: Path(path) for split, path in zip(HELD_OUT, (validation_file, test_file)) if path is not None}
     if Path(name).is_dir():
         if separate:
             raise ValueError(f"{name} is a folder: its train/validation/test files are the splits; give "
                              f"--validation-file and --test-file with a training file instead")
-        return folder_files(name, suffixes)
-    if Path(name).is_file() or Path(name).suffix.lower() in suffixes:
+        return folder_files(name, suffixes, languages)
+    if Path(name).is_file() or Path(name).suffix.lower() in suffixes or is_prefix(name, languages):
         return {"train": Path(name), **separate}
     if not HUB_NAME.match(name):
         raise FileNotFoundError(f"{name}: no such file or folder")
@@ -70,17 +82,18 @@ def split_files(name, suffixes, validation_file=None, test_file=None):
     return None
 
 
-def local_splits(files, read, what, unit, seed=0, fractions=SPLIT_FRACTIONS, subset=None, subset_mode="first"):
-    """({split: items}, source line) of local files ({split: Path}; `read` gives a file's items).
-    One file: split 90/5/5 with the source line `what PATH (N unit)`; several: the official
-    splits, completed by `corpus.complete_splits`."""
+def local_splits(files, read, what, unit, seed=0, fractions=SPLIT_FRACTIONS, subset=None, subset_mode="first",
+                 label=str):
+    """({split: items}, source line) of local files ({split: Path}; `read` gives a file's items,
+    `label` its name in the source line). One file: split 90/5/5 with the source line
+    `what PATH (N unit)`; several: the official splits, completed by `corpus.complete_splits`."""
     given = {split: read(path) for split, path in files.items()}
     parts = complete_splits(given, seed, fractions, subset, subset_mode)
     if set(files) == {"train"}:
-        source = f"{what} {files['train']} ({len(given['train'])} {unit})"
+        source = f"{what} {label(files['train'])} ({len(given['train'])} {unit})"
         return parts, source + (f", subset: {subset_mode} {subset} of {len(given['train'])} {unit}"
                                 if subset is not None else "")
-    return parts, describe_splits(f"{what}s", {split: str(path) for split, path in files.items()}, parts, unit,
+    return parts, describe_splits(f"{what}s", {split: label(path) for split, path in files.items()}, parts, unit,
                                   subset, subset_mode)
 
 

@@ -63,7 +63,9 @@ def load_opus_books(pair="en-it", subset=None, subset_mode="first", seed=0, cach
 def pairs_file_hint(source, target):
     """The local-file way on of the unavailable-corpus message, for a pair of languages."""
     return (f"--dataset FILE, a JSON-lines, CSV/TSV or Parquet file with rows "
-            f"{{\"id\", \"translation\": {{\"{source}\", \"{target}\"}}}} or two columns {source}, {target}")
+            f"{{\"id\", \"translation\": {{\"{source}\", \"{target}\"}}}} or two columns {source}, {target} "
+            f"(--columns for other names); or --dataset PREFIX, two files PREFIX.{source} and PREFIX.{target} of "
+            f"one sentence a line")
 
 
 def opus_splits(table, pair="en-it", subset=None, subset_mode="first", seed=0, fractions=SPLIT_FRACTIONS):

@@ -3,7 +3,8 @@ document each, split into train / validation / test, encoded and framed.
 
 Where the texts come from (`numpy_transformer.data.load_text_splits` chooses):
 - one side of a parallel corpus (`side_of`): the built-in corpus ("en" or "it", split exactly
-  as its pairs are), opus_books, or a file of pairs;
+  as its pairs are), opus_books, a file of pairs, or parallel text files (corpus.en +
+  corpus.it: the side of the language asked for);
 - a .txt file (`text_file_splits`): one text per line, blank lines skipped, split 90/5/5;
   or separate train / validation / test .txt files, or a folder of them (`official.py`);
 - a Hugging Face dataset by name (`hub_text_splits`): its "text" column, with its own
@@ -25,7 +26,7 @@ import numpy as np
 
 from numpy_transformer.masks import pad
 from numpy_transformer.data.corpus import SPLIT_FRACTIONS
-from numpy_transformer.data.files import check_utf8
+from numpy_transformer.data.utf8 import check_utf8
 from numpy_transformer.data.official import hub_splits, local_splits, split_files
 
 FRAMINGS = {"causal": 1, "masked": 2}      # framing → the positions its special tokens take in the model

@@ -25,6 +25,8 @@ from pathlib import Path
 from numpy_transformer.data import encode_pairs, load_dataset_splits, load_text_splits, train_text_tokenizer, \
     train_tokenizers
 from numpy_transformer.data.corpus import HELD_OUT
+from numpy_transformer.data.moses import is_prefix
+from numpy_transformer.data.opus import parse_pair
 from numpy_transformer.data.texts import encode_texts
 from numpy_transformer.data.tokenizer import MASKED_LM_TOKENS, SPECIAL_TOKENS
 from numpy_transformer.training.loss import make_objective
@@ -163,8 +165,9 @@ def overlap_warnings(data_config, splits, overlaps, unit):
 
 
 def _split_sources(data_config):
-    """The arguments naming the corpus's configuration and its separate held-out files."""
-    return {name: getattr(data_config, name) for name in ("dataset_config", "validation_file", "test_file")}
+    """The arguments naming the corpus's configuration, its separate held-out files and how its
+    columns are read."""
+    return {name: getattr(data_config, name) for name in ("dataset_config", "validation_file", "test_file", "columns")}
 
 
 def _check_words_reach_frequency(data_config, splits, tokenizer, n_special, unit):
@@ -216,10 +219,12 @@ def corpus_fingerprint(splits):
 
 
 def with_fingerprint(data_config, splits):
-    """The DataConfig a new run saves: the paths of its files (and folder) made absolute, and
-    the corpus's fingerprint, which covers every split, whichever file it came from."""
-    paths = {name: str(Path(getattr(data_config, name)).resolve()) for name in PATH_FIELDS
-             if getattr(data_config, name) is not None and Path(getattr(data_config, name)).exists()}
+    """The DataConfig a new run saves: the paths of its files (and folder, and the prefixes of
+    parallel text files) made absolute, and the corpus's fingerprint, which covers every split,
+    whichever file it came from."""
+    languages = parse_pair(data_config.pair)
+    paths = {name: str(Path(path).resolve()) for name in PATH_FIELDS if (path := getattr(data_config, name)) is not None
+             and (Path(path).exists() or is_prefix(path, languages))}
     return dataclasses.replace(data_config, **paths, fingerprint=corpus_fingerprint(splits))
 
 

@@ -21,6 +21,7 @@ from numpy_transformer.config import JsonConfig, TransformerConfig
 from numpy_transformer.data import DATASET_NAMES
 from numpy_transformer.data.batching import POLICIES
 from numpy_transformer.data.corpus import SUBSET_MODES
+from numpy_transformer.data.files import parse_columns
 from numpy_transformer.data.opus import PAIR_FORM, parse_pair
 from numpy_transformer.data.texts import POLICIES as TEXT_POLICIES
 from numpy_transformer.data.tokenizer import BYTES, KINDS as TOKENIZER_KINDS
@@ -42,13 +43,17 @@ class DataConfig(JsonConfig):
     |----------------|--------------------------------------------------------------------------|
     | task           | "translation" (pairs), "lm" (GPT: causal) or "mlm" (BERT: masked)        |
     | dataset        | "tatoeba" (real en-it in the package), "builtin" (synthetic),           |
-    |                | "opus_books", a file path, a folder of train/validation/test files, or  |
+    |                | "opus_books", a file path, the prefix P of parallel text files P.en and |
+    |                | P.it, a folder of train/validation/test files, or                       |
     |                | a Hugging Face dataset's name (pairs;                                    |
     |                | for the language models: texts); for the language models also .txt     |
     | dataset_config | that dataset's configuration (wikitext: "wikitext-2-raw-v1"), or None    |
     | validation_file| the official validation split of the file `dataset`, or None (carved     |
     |                | from training: 5 %)                                                      |
     | test_file      | its official test split, or None (carved from training: 5 %)             |
+    | columns        | how a table's columns map to the languages: "en,de" (a CSV/TSV file      |
+    |                | without a header, its columns in order) or "english=en,german=de" (a    |
+    |                | header naming them otherwise); None: columns named by the languages     |
     | pair           | source-target languages, "en-it" (thesis §3.1)                           |
     | language       | a language model's language: the side of a parallel corpus it reads     |
     |                | (None: the pair's source), or the label of a text file's language       |
@@ -75,6 +80,7 @@ class DataConfig(JsonConfig):
     dataset_config: str = None
     validation_file: str = None
     test_file: str = None
+    columns: str = None
     pair: str = "en-it"
     language: str = None
     n_pairs: int = 20_000
@@ -98,6 +104,10 @@ class DataConfig(JsonConfig):
             if getattr(self, name) is not None and not (isinstance(getattr(self, name), str) and getattr(self, name)):
                 self.fail(f"{name} must be None or a non-empty string, got {getattr(self, name)!r}")
         parse_pair(self.pair)
+        try:
+            parse_columns(self.columns, parse_pair(self.pair))
+        except ValueError as error:
+            self.fail(str(error))
         if self.task == "translation" and self.language is not None:
             self.fail(f"language is a language model's (task lm or mlm); a translation run has a pair, got "
                       f"language={self.language!r}")

@@ -1,0 +1,296 @@
+"""Corpora as people have them: parallel text files (corpus.en + corpus.de, one sentence a line,
+alone, as official splits, or in a folder), and CSV/TSV files without a header or with columns
+named otherwise (`--columns`); every way they can fail to pair up is one line naming the file."""
+import json
+
+import pytest
+
+from numpy_transformer.data import Pair, load_dataset_splits, load_text_splits
+from numpy_transformer.data.files import hub_pairs, parse_columns
+from numpy_transformer.training.settings import DataConfig
+from run_helpers import assert_clear_error, run_main, written_pairs
+
+ENGLISH = ["Hello.", "How are you?", "The cat sleeps on the sofa.", "We eat bread, then we drink.",
+           'He said "yes".', "Where is the station?"]
+GERMAN = ["Hallo.", "Wie geht es dir?", "Die Katze schläft auf dem Sofa.", "Wir essen Brot, dann trinken wir.",
+          'Er sagte „ja“.', "Wo ist der Bahnhof?"]
+PAIRS = [Pair(en, de) for en, de in zip(ENGLISH, GERMAN)]
+TINY = ["--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--batch-size", "16", "--steps", "2",
+        "--eval-every", "1", "--checkpoint-every", "2", "--samples", "1", "--beam", "1"]
+
+
+def write_lines(path, lines, end="\n"):
+    path.write_text("".join(line + end for line in lines), encoding="utf-8", newline="")
+    return path
+
+
+def write_parallel(prefix, pairs, languages=("en", "de")):
+    """PREFIX.en and PREFIX.de, one sentence a line; the prefix."""
+    for side, language in enumerate(languages):
+        write_lines(prefix.parent / f"{prefix.name}.{language}", [pair[side] for pair in pairs])
+    return prefix
+
+
+def every_pair(splits):
+    return splits.train + splits.validation + splits.test
+
+
+def load(name, **options):
+    return load_dataset_splits(str(name), **{"pair": "en-de", "cache_dir": None, **options})
+
+
+# Parallel text files
+
+def test_a_prefix_and_the_pair_name_two_files_read_line_by_line(tmp_path):
+    prefix = write_parallel(tmp_path / "corpus", [(pair.src, pair.tgt) for pair in PAIRS])
+    splits = load(prefix)
+    assert sorted(every_pair(splits), key=PAIRS.index) == PAIRS
+    assert splits.source == f"local file {prefix}.{{en,de}} (6 pairs)"
+    reversed_splits = load(prefix, pair="de-en")
+    assert sorted(every_pair(reversed_splits), key=lambda p: GERMAN.index(p.src)) == \
+        [Pair(pair.tgt, pair.src) for pair in PAIRS]
+
+
+def test_prefixes_are_official_splits_too(tmp_path):
+    train = write_parallel(tmp_path / "train", [(f"{en} {i}", f"{de} {i}") for i in range(5)
+                                                for en, de in zip(ENGLISH, GERMAN)])
+    dev = write_parallel(tmp_path / "dev", [(pair.src, pair.tgt) for pair in PAIRS[:2]])
+    test = write_parallel(tmp_path / "test", [(pair.src, pair.tgt) for pair in PAIRS[2:]])
+    splits = load(train, validation_file=str(dev), test_file=str(test))
+    assert splits.validation == PAIRS[:2] and splits.test == PAIRS[2:] and len(splits.train) == 30
+    assert f"validation: {dev}.{{en,de}} (2 pairs)" in splits.source
+
+
+@pytest.mark.parametrize("validation_name", ["valid", "validation", "val", "dev"])
+def test_a_folder_of_train_valid_test_files_per_language_is_the_fairseq_layout(tmp_path, validation_name):
+    write_parallel(tmp_path / "train", [(f"{en} {i}", f"{de} {i}") for i in range(5) for en, de in zip(ENGLISH, GERMAN)])
+    write_parallel(tmp_path / validation_name, [(pair.src, pair.tgt) for pair in PAIRS[:2]])
+    write_parallel(tmp_path / "test", [(pair.src, pair.tgt) for pair in PAIRS[2:]])
+    splits = load(tmp_path)
+    assert splits.validation == PAIRS[:2] and splits.test == PAIRS[2:] and len(splits.train) == 30
+
+
+def test_a_folder_with_a_table_and_parallel_files_for_one_split_is_refused(tmp_path):
+    write_parallel(tmp_path / "train", [(pair.src, pair.tgt) for pair in PAIRS])
+    (tmp_path / "train.jsonl").write_text('{"en": "Hello.", "de": "Hallo."}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"train\.jsonl and train\.\{en,de\} are both the train split: keep one"):
+        load(tmp_path)
+
+
+def test_lines_end_at_newline_only_and_a_windows_file_reads_the_same(tmp_path):
+    """A sentence holding U+2028 or U+0085 (which str.splitlines would break) stays one line, so
+    the pairing holds; a CRLF file and a byte-order mark read as plain lines."""
+    english = ["One\u2028line.", "Two\x85lines?", "Three."]
+    german = ["Eine Zeile.", "Zwei Zeilen?", "Drei."]
+    write_lines(tmp_path / "corpus.en", english)
+    (tmp_path / "corpus.de").write_text("\ufeff" + "".join(line + "\r\n" for line in german), encoding="utf-8",
+                                        newline="")
+    assert sorted(every_pair(load(tmp_path / "corpus")), key=lambda pair: german.index(pair.tgt)) == \
+        [Pair(en, de) for en, de in zip(english, german)]
+
+
+def test_a_line_blank_in_both_files_is_skipped_and_the_pairing_kept(tmp_path):
+    write_lines(tmp_path / "corpus.en", ["Hello.", "", "  ", "Goodbye."])
+    write_lines(tmp_path / "corpus.de", ["Hallo.", " ", "", "Tschüss."])
+    assert sorted(every_pair(load(tmp_path / "corpus")), key=lambda pair: pair.src) == \
+        [Pair("Goodbye.", "Tschüss."), Pair("Hello.", "Hallo.")]
+
+
+def test_a_language_model_reads_one_side_split_as_the_pairs_are(tmp_path):
+    prefix = write_parallel(tmp_path / "corpus", [(pair.src, pair.tgt) for pair in PAIRS])
+    pairs = load(prefix)
+    texts = load_text_splits(str(prefix), language="de", pair="en-de")
+    assert list(texts) == [[pair.tgt for pair in split] for split in pairs]
+    assert texts.source == f"{pairs.source}; its de side"
+
+
+def test_files_of_different_line_counts_are_refused_naming_both_files_and_counts(tmp_path):
+    write_lines(tmp_path / "corpus.en", ENGLISH)
+    write_lines(tmp_path / "corpus.de", GERMAN[:-1])
+    with pytest.raises(ValueError, match=rf"{tmp_path}/corpus\.en has 6 lines and {tmp_path}/corpus\.de has 5: "
+                                         r"line i of one must be the translation of line i of the other"):
+        load(tmp_path / "corpus")
+
+
+def test_a_line_blank_on_one_side_is_refused_naming_the_file_and_line(tmp_path):
+    write_lines(tmp_path / "corpus.en", ENGLISH)
+    write_lines(tmp_path / "corpus.de", [*GERMAN[:3], "", *GERMAN[4:]])
+    with pytest.raises(ValueError, match=rf"{tmp_path}/corpus\.de: line 4 is blank, but line 4 of .*corpus\.en is not "
+                                         r"\('We eat bread, then we drink\.'\): write its translation there, or delete "
+                                         r"line 4 from both files"):
+        load(tmp_path / "corpus")
+
+
+def test_a_file_that_is_not_utf8_is_refused_naming_the_line(tmp_path):
+    write_lines(tmp_path / "corpus.en", ENGLISH)
+    (tmp_path / "corpus.de").write_bytes("\n".join(GERMAN).encode("cp1252") + b"\n")
+    with pytest.raises(ValueError, match=r"corpus\.de: line 3 is not UTF-8 text .*iconv"):
+        load(tmp_path / "corpus")
+
+
+def test_a_prefix_with_one_of_its_two_files_names_the_missing_one_and_the_pair_found(tmp_path):
+    prefix = write_parallel(tmp_path / "corpus", [(pair.src, pair.tgt) for pair in PAIRS])
+    with pytest.raises(ValueError, match=rf"{prefix}\.it: no such file: the parallel corpus {prefix} is one file per "
+                                         r"language of the pair en-it .*found corpus\.de, corpus\.en; to read those "
+                                         r"two, give --pair en-de"):
+        load(prefix, pair="en-it")
+    (tmp_path / "corpus.de").unlink()
+    with pytest.raises(ValueError, match=rf"{prefix}\.de: no such file: .*; found corpus\.en$"):
+        load(prefix)
+
+
+def test_an_empty_file_and_a_file_given_for_its_prefix_are_refused_saying_what_to_do(tmp_path):
+    write_lines(tmp_path / "corpus.en", ENGLISH)
+    (tmp_path / "corpus.de").write_text("")
+    with pytest.raises(ValueError, match=r"corpus\.de: the file is empty"):
+        load(tmp_path / "corpus")
+    write_lines(tmp_path / "corpus.de", GERMAN)
+    with pytest.raises(ValueError, match=rf"unknown format '\.en'; .* give their prefix {tmp_path}/corpus$"):
+        load(tmp_path / "corpus.en")
+
+
+# Columns: files without a header, or with other names
+
+def write_table(path, rows, delimiter="\t", header=None):
+    lines = ([delimiter.join(header)] if header else []) + [delimiter.join(row) for row in rows]
+    return write_lines(path, lines)
+
+
+ROWS = [(pair.src, pair.tgt) for pair in PAIRS if "," not in pair.src + pair.tgt and '"' not in pair.src]
+
+
+def test_a_headerless_tsv_is_read_with_its_columns_named_in_order(tmp_path):
+    path = write_table(tmp_path / "pairs.tsv", ROWS)
+    splits = load(path, columns="en,de")
+    assert sorted(every_pair(splits), key=lambda pair: ENGLISH.index(pair.src)) == [Pair(*row) for row in ROWS]
+    reversed_splits = load(path, pair="de-en", columns="en,de")
+    assert {(pair.tgt, pair.src) for pair in every_pair(reversed_splits)} == set(ROWS)
+
+
+def test_a_headerless_file_of_three_columns_names_all_three(tmp_path):
+    path = write_table(tmp_path / "pairs.tsv", [(str(i), *row) for i, row in enumerate(ROWS)])
+    assert set(every_pair(load(path, columns="id,en,de"))) == {Pair(*row) for row in ROWS}
+
+
+def test_columns_in_order_that_do_not_match_the_first_row_are_refused_not_misread(tmp_path):
+    """pandas would take a surplus first field as the row's index: the pairs would be the id and
+    the English."""
+    path = write_table(tmp_path / "pairs.tsv", [(str(i), *row) for i, row in enumerate(ROWS)])
+    with pytest.raises(ValueError, match=r"pairs\.tsv: --columns en,de names 2 columns, but the first row has 3 "
+                                         r"fields .*; name every column in order"):
+        load(path, columns="en,de")
+
+
+def test_a_header_of_other_names_is_mapped_to_the_languages(tmp_path):
+    path = write_table(tmp_path / "pairs.csv", ROWS, ",", header=("english", "german"))
+    splits = load(path, columns="english=en,german=de")
+    assert set(every_pair(splits)) == {Pair(*row) for row in ROWS}
+    jsonl = write_lines(tmp_path / "pairs.jsonl", [json.dumps({"source": en, "target": de, "id": i})
+                                                   for i, (en, de) in enumerate(ROWS)])
+    assert set(every_pair(load(jsonl, columns="source=en,target=de"))) == {Pair(*row) for row in ROWS}
+
+
+@pytest.mark.parametrize("header, n_rows, columns, message", [
+    (None, len(ROWS), None, r"pairs\.csv: .*found columns \['Hello\.', 'Hallo\.'\]\. The first row was read as the "
+                            r"header: if the file has no header, name its columns in order with --columns en,de; if it "
+                            r"has one, map its names with --columns NAME=en,NAME=de$"),
+    (("english", "german"), len(ROWS), None, r"found columns \['english', 'german'\]\. .* map its names with "
+                                             r"--columns english=en,german=de$"),
+    (None, 1, None, r"pairs\.csv: the file has one row, read as its header \['Hello\.', 'Hallo\.'\], and no pairs "
+                    r"below it\. The first row was read as the header: .*--columns en,de"),
+    (("english", "german"), len(ROWS), "englisch=en,german=de",
+     r"pairs\.csv: its header \(first row\) has no column 'englisch' \(--columns\): its columns are "
+     r"\['english', 'german'\]"),
+])
+def test_a_header_that_names_no_language_is_refused_with_the_header_and_the_columns_that_would_read_it(
+        tmp_path, header, n_rows, columns, message):
+    path = write_table(tmp_path / "pairs.csv", ROWS[:n_rows], ",", header=header)
+    with pytest.raises(ValueError, match=message):
+        load(path, columns=columns)
+
+
+def test_columns_in_order_are_for_csv_and_tsv_only(tmp_path):
+    jsonl = write_lines(tmp_path / "pairs.jsonl", [json.dumps({"en": en, "de": de}) for en, de in ROWS])
+    with pytest.raises(ValueError, match=r"pairs\.jsonl: columns in order .* a JSON file names its columns"):
+        load(jsonl, columns="en,de")
+
+
+def test_columns_with_parallel_text_files_or_a_named_corpus_are_refused(tmp_path):
+    prefix = write_parallel(tmp_path / "corpus", ROWS)
+    with pytest.raises(ValueError, match=r"corpus\.\{en,de\}: --columns maps the columns of a table file"):
+        load(prefix, columns="en,de")
+    with pytest.raises(ValueError, match=r"the corpus 'tatoeba' is read as it is: leave --columns out"):
+        load_dataset_splits("tatoeba", columns="en,it")
+
+
+@pytest.mark.parametrize("columns, message", [
+    ("en,german=de", "mixes names and NAME=LANGUAGE"),
+    ("en,,de", "has an empty name"),
+    ("english=,german=de", "has an empty name"),
+    ("en,de,en", "names 'en' twice"),
+    ("a=en,b=en,c=de", "names 'en' twice"),
+    ("en,fr", "gives no column to 'de', a language of the pair en-de"),
+])
+def test_bad_columns_are_refused_naming_the_problem(columns, message):
+    with pytest.raises(ValueError, match=rf"^columns '{columns}' {message}"):
+        parse_columns(columns, ("en", "de"))
+    with pytest.raises(ValueError, match=rf"DataConfig: columns '{columns}' {message}"):
+        DataConfig(dataset="pairs.tsv", pair="en-de", columns=columns)
+
+
+def test_columns_map_a_hub_tables_other_names_too():
+    import datasets
+
+    table = datasets.Dataset.from_dict({"english": ["Hello.", ""], "german": ["Hallo.", "Leer."]})
+    assert hub_pairs(table, ("en", "de"), "the dataset x/y", "english=en,german=de") == [Pair("Hello.", "Hallo.")]
+    with pytest.raises(ValueError, match=r"the dataset x/y: .*Map the columns that hold them with "
+                                         r"--columns english=en,german=de"):
+        hub_pairs(table, ("en", "de"), "the dataset x/y")
+
+
+# The command: a run saves how it read its data, evaluate rebuilds it
+
+def test_train_on_a_headerless_tsv_saves_columns_and_evaluate_rebuilds_the_data(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_table(tmp_path / "pairs.tsv", [(pair.src, pair.tgt) for pair in written_pairs(60)])
+    out = tmp_path / "run"
+    status, stdout, err = run_main(["train", "--out", out, "--dataset", "pairs.tsv", "--columns", "en,de",
+                                    "--pair", "en-de", "--cache-dir", tmp_path / "cache", *TINY])
+    assert status == 0, err
+    assert "data: local file pairs.tsv (60 pairs)" in stdout
+    saved = json.loads((out / "data.json").read_text())
+    assert saved["columns"] == "en,de" and saved["dataset"] == str(tmp_path / "pairs.tsv")
+    status, stdout, err = run_main(["evaluate", "--checkpoint", out, "--beam", "1", "--samples", "0",
+                                    "--cache-dir", tmp_path / "cache"])
+    assert status == 0, err
+
+
+def test_train_on_parallel_text_files_keeps_their_absolute_prefix_for_evaluate_elsewhere(tmp_path, monkeypatch):
+    (tmp_path / "data").mkdir()
+    write_parallel(tmp_path / "data" / "corpus", [(pair.src, pair.tgt) for pair in written_pairs(60)])
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    status, stdout, err = run_main(["train", "--out", out, "--dataset", "data/corpus", "--pair", "en-de", *TINY])
+    assert status == 0, err
+    assert "data: local file data/corpus.{en,de} (60 pairs)" in stdout
+    assert json.loads((out / "data.json").read_text())["dataset"] == str(tmp_path / "data" / "corpus")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    status, _, err = run_main(["evaluate", "--checkpoint", out, "--beam", "1", "--samples", "0"])
+    assert status == 0, err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dataset", "pairs.tsv", "--columns", "en"], r"--columns 'en' gives no column to 'de'"),
+    (["--dataset", "corpus"], r"corpus\.en has 6 lines and corpus\.de has 5"),
+    (["--dataset", "corpus", "--columns", "en,de"], r"--columns maps the columns of a table file"),
+])
+def test_bad_files_and_columns_are_one_line_and_leave_no_folder(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    write_table(tmp_path / "pairs.tsv", ROWS)
+    write_lines(tmp_path / "corpus.en", ENGLISH)
+    write_lines(tmp_path / "corpus.de", GERMAN[:-1])
+    out = tmp_path / "run"
+    status, _, err = run_main(["train", "--out", out, "--pair", "en-de", *args, *TINY])
+    assert_clear_error(status, err, message, absent_folder=out)
