@@ -18,7 +18,8 @@ of other files, a run folder and "" are refused, so no file of the user's is rep
 """
 from pathlib import Path
 
-from numpy_transformer.cli.common import add_threads_argument, non_negative_integer, utf8_lines
+from numpy_transformer.cli.common import add_threads_argument, add_weights_argument, load_run_weights, \
+    non_negative_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -38,6 +39,7 @@ def add_parser(commands):
     parser.add_argument("--w", type=non_negative_integer, default=3, help="bandwidth of the structured approximation (default 3)")
     parser.add_argument("--num-pos", type=non_negative_integer, default=2, help="rare tokens of the approximation's Σ3 (default 2)")
     add_threads_argument(parser)
+    add_weights_argument(parser)
     parser.set_defaults(run=command)
     return parser
 
@@ -56,15 +58,14 @@ def approximation_table(capture, w, num_pos):
     return "\n".join(lines)
 
 
-def capture_checkpoint(name, sentence, target, cache_dir=None):
-    """The `AttentionCapture` of the model `name` names (a run folder, or a Hugging Face folder or
-    Hub name) on the sentence; the target only for a translation model."""
+def capture_checkpoint(name, sentence, target, cache_dir=None, weights="best"):
+    """The `AttentionCapture` of the model `name` names (a run folder, with its `weights`, or a
+    Hugging Face folder or Hub name) on the sentence; the target only for a translation model."""
     from numpy_transformer.analysis.capture import capture_sentence, capture_text
     from numpy_transformer.interop.pretrained import load_pretrained, names_pretrained
-    from numpy_transformer.training.checkpoint import load_checkpoint
 
     if not names_pretrained(name):
-        checkpoint = load_checkpoint(name)
+        checkpoint = load_run_weights(name, weights)
         if checkpoint.task == "translation":
             return capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, sentence,
                                     target)
@@ -87,7 +88,7 @@ def command(args):
     sentence, target = utf8_lines([args.sentence, args.target or ""], "argument")
     out = OutputFolder(args.out, "attention")
     out.check()                                                # before the model is loaded
-    capture = capture_checkpoint(args.checkpoint, sentence, target or None, args.cache_dir)
+    capture = capture_checkpoint(args.checkpoint, sentence, target or None, args.cache_dir, args.weights)
     with out as staging:
         drawn = [*draw_capture(capture, staging, args.format),
                  draw_spectra(capture, staging / f"spectra.{args.format}")]

@@ -23,7 +23,7 @@ renamed into place, so a crash leaves the earlier export whole. OUT must be miss
 an earlier export; a folder of other files, a run folder (or a folder inside one) and "" are
 refused.
 """
-from numpy_transformer.cli.common import add_threads_argument
+from numpy_transformer.cli.common import add_threads_argument, add_weights_argument, load_run_weights
 
 
 def add_parser(commands):
@@ -37,6 +37,7 @@ def add_parser(commands):
                              "Face GPT-2 (decoder-only models)")
     export.add_argument("out", metavar="OUT", help="the folder to write into")
     add_threads_argument(export)
+    add_weights_argument(export)
     export.set_defaults(run=command)
 
 
@@ -45,10 +46,9 @@ def command(args):
     from pathlib import Path
 
     from numpy_transformer.interop.export import CONFIG_FILE, WEIGHTS_FILE, save_gpt2, save_torch
-    from numpy_transformer.training.checkpoint import load_checkpoint
     from numpy_transformer.training.output_folder import OutputFolder
 
-    checkpoint = load_checkpoint(args.checkpoint)
+    checkpoint = load_run_weights(args.checkpoint, args.weights)
     if checkpoint.task == "mlm" or (args.to == "hf" and checkpoint.task != "lm"):
         raise ValueError(f"{args.checkpoint} holds a {'masked language' if checkpoint.task == 'mlm' else 'translation'} "
                          f"model; export --to torch takes translation and decoder-only models, --to hf decoder-only "

@@ -27,7 +27,7 @@ def command(args):
     """Print the candidates of each [MASK]: token<TAB>probability, best first."""
     from numpy_transformer.completion import fill_mask
 
-    model, tokenizer, _ = load_language_model(args.checkpoint, "mlm", args.cache_dir)
+    model, tokenizer, _ = load_language_model(args.checkpoint, "mlm", args.cache_dir, args.weights)
     (text,) = utf8_lines([args.text], "text")
     blocks = fill_mask(model, tokenizer, text, args.top_k)
     print("\n\n".join("\n".join(f"{token}\t{probability:.4f}" for token, probability in candidates)

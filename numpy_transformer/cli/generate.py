@@ -38,7 +38,7 @@ def command(args):
 
     from numpy_transformer.completion import complete
 
-    model, tokenizer, note = load_language_model(args.checkpoint, "lm", args.cache_dir)
+    model, tokenizer, note = load_language_model(args.checkpoint, "lm", args.cache_dir, args.weights)
     prompts = utf8_lines(args.prompts, "prompt") if args.prompts else standard_input_lines()
     if not prompts:
         raise ValueError("nothing to continue: give prompts as arguments or as lines on standard input")

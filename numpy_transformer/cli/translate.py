@@ -23,7 +23,7 @@ def command(args):
     """Print one translation per sentence given (an empty line for an empty sentence)."""
     from numpy_transformer.translation import too_long, translate, with_specials
 
-    checkpoint = load_model_of(args.checkpoint, "translation")
+    checkpoint = load_model_of(args.checkpoint, "translation", args.weights)
     sentences = utf8_lines(args.sentences, "sentence") if args.sentences else standard_input_lines()
     if not any(sentence.strip() for sentence in sentences):
         raise ValueError("nothing to translate: give sentences as arguments or as lines on standard input")
