@@ -111,41 +111,36 @@ TASK_COMMANDS = {"lm": "generate", "mlm": "fill-mask"}
 def load_model_of(directory, task, weights="best"):
     """The checkpoint in `directory` with its `weights` ("best" or "last"), which must hold a
     model of `task` ("translation", "lm" or "mlm"); a ValueError naming what it holds and what to
-    train otherwise. Says on standard error which weights it loaded."""
-    checkpoint = load_run_weights(directory, weights)
+    train otherwise. The command prints `checkpoint.weights_line(weights)` on standard error
+    once its input is known to be good (an error stays one line)."""
+    from numpy_transformer.training.checkpoint import load_checkpoint
+
+    checkpoint = load_checkpoint(directory, weights)
     if checkpoint.task != task:
         raise ValueError(f"{directory} holds {MODEL_NAMES[checkpoint.task]} (task {checkpoint.task}); this command "
                          f"needs {MODEL_NAMES[task]}: train one with numpy-transformer train --task {task} --out DIR")
     return checkpoint
 
 
-def load_run_weights(directory, weights="best"):
-    """The checkpoint of the run folder `directory` with its `weights` ("best" or "last"); its
-    `weights_line` goes to standard error."""
-    from numpy_transformer.training.checkpoint import load_checkpoint
-
-    checkpoint = load_checkpoint(directory, weights)
-    print(checkpoint.weights_line(weights), file=sys.stderr)
-    return checkpoint
-
-
 def load_language_model(name, task, cache_dir=None, weights="best"):
-    """(model, tokenizer, note) for --checkpoint NAME: a run folder of `train --task TASK` (its
+    """(model, tokenizer, notes) for --checkpoint NAME: a run folder of `train --task TASK` (its
     `weights`), or a Hugging Face GPT-2 (task lm) or BERT (task mlm) folder, or such a model's
-    Hub name. note: a line for standard error about the model's data, or None."""
+    Hub name. notes: the lines for standard error about a run folder's model (which weights,
+    and its data)."""
     from numpy_transformer.interop.pretrained import load_pretrained, names_pretrained
 
     if not names_pretrained(name):
         checkpoint = load_model_of(name, task, weights)
-        note = f"note: {name} was trained on the built-in synthetic corpus (a small grammar, not real text)" \
-            if checkpoint.data_config.dataset == "builtin" else None
-        return checkpoint.model, checkpoint.tokenizers[0], note
+        notes = [checkpoint.weights_line(weights)]
+        if checkpoint.data_config.dataset == "builtin":
+            notes.append(f"note: {name} was trained on the built-in synthetic corpus (a small grammar, not real text)")
+        return checkpoint.model, checkpoint.tokenizers[0], notes
     model, tokenizer = load_pretrained(name, cache_dir)
     if model.config.causal != (task == "lm"):
         held = "a GPT-2 (causal)" if model.config.causal else "a BERT (masked)"
         raise ValueError(f"{name} holds {held} model; this command needs {MODEL_NAMES[task]}")
     tokenizer.require(NEEDED_TOKENS[task], TASK_COMMANDS[task])
-    return model, tokenizer, None
+    return model, tokenizer, []
 
 
 def utf8_lines(texts, what):

@@ -23,7 +23,9 @@ renamed into place, so a crash leaves the earlier export whole. OUT must be miss
 an earlier export; a folder of other files, a run folder (or a folder inside one) and "" are
 refused.
 """
-from numpy_transformer.cli.common import add_threads_argument, add_weights_argument, load_run_weights
+import sys
+
+from numpy_transformer.cli.common import add_threads_argument, add_weights_argument
 
 
 def add_parser(commands):
@@ -46,14 +48,16 @@ def command(args):
     from pathlib import Path
 
     from numpy_transformer.interop.export import CONFIG_FILE, WEIGHTS_FILE, save_gpt2, save_torch
+    from numpy_transformer.training.checkpoint import load_checkpoint
     from numpy_transformer.training.output_folder import OutputFolder
 
-    checkpoint = load_run_weights(args.checkpoint, args.weights)
+    checkpoint = load_checkpoint(args.checkpoint, args.weights)
     if checkpoint.task == "mlm" or (args.to == "hf" and checkpoint.task != "lm"):
         raise ValueError(f"{args.checkpoint} holds a {'masked language' if checkpoint.task == 'mlm' else 'translation'} "
                          f"model; export --to torch takes translation and decoder-only models, --to hf decoder-only "
                          f"ones")
     OutputFolder(args.out, "export").check()                  # before the model is converted
+    print(checkpoint.weights_line(args.weights), file=sys.stderr)
     if args.to == "hf":
         save_gpt2(checkpoint.model, checkpoint.tokenizers[0], args.out)
         print(f"Wrote {args.out}/: config.json, model.safetensors, tokenizer.json, special_tokens_map.json (Hugging "

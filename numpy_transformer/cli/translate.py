@@ -33,6 +33,7 @@ def command(args):
         numbers = ", ".join(str(i + 1) for i in long)
         raise ValueError(f"sentence {numbers} is longer than this model's maximum length of {model.config.max_len} "
                          f"tokens ([SOS] and [EOS] included): split it into shorter sentences")
+    print(checkpoint.weights_line(args.weights), file=sys.stderr)
     if checkpoint.data_config.dataset == "builtin":
         print(f"note: {args.checkpoint} was trained on the built-in synthetic corpus (a small grammar, not real text): "
               f"it knows its {src.vocab_size - 4} {src.language} words and its sentence patterns only", file=sys.stderr)
