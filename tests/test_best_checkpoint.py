@@ -93,6 +93,31 @@ def test_translate_and_evaluate_use_the_best_weights_by_default_and_say_which(ri
     assert lines[1:] == reference.splitlines()[1:]
 
 
+def test_export_and_attention_use_the_best_weights_and_say_which(rising, tmp_path):
+    from numpy_transformer.interop.export import load_torch
+
+    whole, best_step, best_loss, _ = rising
+    line = f"model: {whole}, best validation loss {best_loss:.3f} at step {best_step} (last: step 30)"
+    status, _, err = run_main(["export", "--checkpoint", whole, "--to", "torch", tmp_path / "exported"])
+    assert status == 0 and line in err, err
+    assert_same_weights(weights(load_torch(tmp_path / "exported")), weights(load_checkpoint(whole, "best").model))
+    status, _, err = run_main(["attention", "--checkpoint", whole, "the cat sleeps .", "--out", tmp_path / "maps"])
+    assert status == 0 and line in err, err
+    status, _, err = run_main(["attention", "--checkpoint", whole, "--weights", "last", "the cat sleeps .", "--out",
+                               tmp_path / "maps"])
+    assert status == 0 and f"model: {whole}, last weights at step 30" in err, err
+
+
+def test_generate_uses_the_best_weights_of_a_language_model_and_says_which(tmp_path):
+    status, out, err = run_main(["train", "--task", "lm", "--out", tmp_path / "lm", *TINY_FLAGS, "--steps", "10",
+                                 "--layers", "1"])
+    assert status == 0, err
+    best = load_checkpoint(tmp_path / "lm", "best")
+    status, out, err = run_main(["generate", "--checkpoint", tmp_path / "lm", "--max-new-tokens", "3", "the"])
+    assert status == 0 and f"model: {tmp_path / 'lm'}, best validation loss " \
+                           f"{best.best['validation_loss']:.3f} at step {best.best['step']} (last: step 10)" in err
+
+
 def test_train_scores_the_best_weights_and_metrics_json_records_the_step(tmp_path):
     status, out, err = run_main(["train", "--out", tmp_path / "run", "--steps", "30", *TINY_FLAGS])
     assert status == 0, err

@@ -22,7 +22,7 @@ just before the `checkpoint.npz` whose state first names its step, so the best w
 checkpoint names are on disk when it is.
 
 `load_checkpoint(directory, weights="best")` loads the best weights into the model (the last
-ones, with `Checkpoint.note` saying so, for a run folder without them: one of an older
+ones, which `Checkpoint.weights_line` notes, for a run folder without them: one of an older
 version, or not validated yet); `weights="last"`, the default, the weights `--resume` continues.
 
 Loading checks everything and turns any problem (a missing folder or file, a truncated archive,

@@ -28,7 +28,8 @@ stops after N validations in a row without a lower loss (`TrainingResult.stopped
 Exactness. A run is a function of its seed: the initial weights and the dropout masks come from
 one generator, the order of the batches from another (`run_generators`). The loop's position
 (`TrainingState`: step, epoch, batch within the epoch, both generators' states, the best
-validation loss, its step and the validations since) is saved with each checkpoint, so that N steps, a checkpoint, a resume and N more steps give the weights and
+validation loss, its step and the validations since) is saved with each checkpoint, so that N
+steps, a checkpoint, a resume and N more steps give the weights, the best weights and the
 losses of 2N steps in one go, bit for bit.
 
 Ctrl-C. While `train` runs, the first Ctrl-C (or SIGTERM, what a scheduler or `kill` sends)
