@@ -101,7 +101,8 @@ def evaluation_figures(text):
     """The lines of `evaluate`'s output that carry its results: the sample outputs, the BLEU and
     chrF rows, the perplexity and the accuracy."""
     pattern = r"^ *(?:greedy|beam 2|best|perplexity|Test split).*$"
-    return [line.strip() for line in re.findall(pattern, text, flags=re.MULTILINE)]
+    lines = [line.strip() for line in re.findall(pattern, text, flags=re.MULTILINE)]
+    return [re.sub(r", [\d,]+ sources, one reference each\.$", ".", line) for line in lines]   # the count added since
 
 
 @pytest.mark.parametrize("run", KINDS)
