@@ -81,8 +81,7 @@ def test_translate_and_evaluate_use_the_best_weights_by_default_and_say_which(ri
     assert status == 0, err
     assert f"model: {whole}, best validation loss {best_loss:.3f} at step {best_step} (last: step 30)" in err
     assert out == run_main(["translate", "--checkpoint", to_best, "--weights", "last", "--beam", "1", *sentences])[1]
-    status, last_out, err = run_main(["translate", "--checkpoint", whole, "--weights", "last", "--beam", "1",
-                                      *sentences])
+    status, _, err = run_main(["translate", "--checkpoint", whole, "--weights", "last", "--beam", "1", *sentences])
     assert f"model: {whole}, last weights at step 30 (best validation loss {best_loss:.3f} at step {best_step})" in err
     status, out, err = run_main(["evaluate", "--checkpoint", whole, "--beam", "1", "--samples", "2", "--quiet"])
     assert status == 0, err
@@ -123,6 +122,7 @@ def test_train_scores_the_best_weights_and_metrics_json_records_the_step(tmp_pat
     assert status == 0, err
     losses = validation_losses(tmp_path / "run")
     best_step = min(losses, key=losses.get)
+    assert best_step < 30                                              # the scored weights are not the last
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert (metrics["weights"], metrics["scored_step"], metrics["best_step"], metrics["steps"]) == \
            ("best", best_step, best_step, 30)
