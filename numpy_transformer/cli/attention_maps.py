@@ -16,9 +16,10 @@ heads, layer by layer.
 it, renamed into place. It must be missing, empty, or an earlier output of `attention`; a folder
 of other files, a run folder and "" are refused, so no file of the user's is replaced.
 """
+import sys
 from pathlib import Path
 
-from numpy_transformer.cli.common import add_threads_argument, non_negative_integer, utf8_lines
+from numpy_transformer.cli.common import add_threads_argument, add_weights_argument, non_negative_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -38,6 +39,7 @@ def add_parser(commands):
     parser.add_argument("--w", type=non_negative_integer, default=3, help="bandwidth of the structured approximation (default 3)")
     parser.add_argument("--num-pos", type=non_negative_integer, default=2, help="rare tokens of the approximation's Σ3 (default 2)")
     add_threads_argument(parser)
+    add_weights_argument(parser)
     parser.set_defaults(run=command)
     return parser
 
@@ -56,25 +58,28 @@ def approximation_table(capture, w, num_pos):
     return "\n".join(lines)
 
 
-def capture_checkpoint(name, sentence, target, cache_dir=None):
-    """The `AttentionCapture` of the model `name` names (a run folder, or a Hugging Face folder or
-    Hub name) on the sentence; the target only for a translation model."""
+def capture_checkpoint(name, sentence, target, cache_dir=None, weights="best"):
+    """(the `AttentionCapture` of the model `name` names on the sentence, the line saying which
+    weights, None for a Hugging Face model): a run folder, with its `weights`, or a Hugging Face
+    folder or Hub name; the target only for a translation model."""
     from numpy_transformer.analysis.capture import capture_sentence, capture_text
     from numpy_transformer.interop.pretrained import load_pretrained, names_pretrained
     from numpy_transformer.training.checkpoint import load_checkpoint
 
-    if not names_pretrained(name):
-        checkpoint = load_checkpoint(name)
+    if names_pretrained(name):
+        model, tokenizer = load_pretrained(name, cache_dir)
+        line = None
+    else:
+        checkpoint = load_checkpoint(name, weights)
+        line = checkpoint.weights_line(weights)
         if checkpoint.task == "translation":
             return capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, sentence,
-                                    target)
+                                    target), line
         model, tokenizer = checkpoint.model, checkpoint.tokenizers[0]
-    else:
-        model, tokenizer = load_pretrained(name, cache_dir)
     if target is not None:
         raise ValueError(f"--target is the translation a translation model's decoder reads; {name} holds a language "
                          f"model, which reads the sentence alone")
-    return capture_text(model, tokenizer, sentence)
+    return capture_text(model, tokenizer, sentence), line
 
 
 def command(args):
@@ -87,7 +92,10 @@ def command(args):
     sentence, target = utf8_lines([args.sentence, args.target or ""], "argument")
     out = OutputFolder(args.out, "attention")
     out.check()                                                # before the model is loaded
-    capture = capture_checkpoint(args.checkpoint, sentence, target or None, args.cache_dir)
+    capture, weights_line = capture_checkpoint(args.checkpoint, sentence, target or None, args.cache_dir,
+                                               args.weights)
+    if weights_line is not None:
+        print(weights_line, file=sys.stderr)
     with out as staging:
         drawn = [*draw_capture(capture, staging, args.format),
                  draw_spectra(capture, staging / f"spectra.{args.format}")]

@@ -84,10 +84,18 @@ def add_threads_argument(parser):
 
 
 def add_common_arguments(parser):
-    """--cache-dir, --threads and --quiet, as every command that loads a model takes them."""
+    """--cache-dir, --threads, --weights and --quiet, as every command that loads a model takes them."""
     parser.add_argument("--cache-dir", help="where datasets keeps its copies (default HF_DATASETS_CACHE)")
     add_threads_argument(parser)
+    add_weights_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no lines per validation")
+
+
+def add_weights_argument(parser):
+    parser.add_argument("--weights", choices=("best", "last"), default="best",
+                        help="which weights of a run folder: best (those of the lowest validation loss, "
+                             "checkpoint_best.npz; the default) or last (those of the last step, which --resume "
+                             "continues); a run without best weights gives its last ones, with a note")
 
 
 MODEL_NAMES = {"translation": "a translation model", "lm": "a causal language model (GPT)",
@@ -100,35 +108,39 @@ NEEDED_TOKENS = {"lm": ("bos_token", "eos_token"), "mlm": ("cls_token", "sep_tok
 TASK_COMMANDS = {"lm": "generate", "mlm": "fill-mask"}
 
 
-def load_model_of(directory, task):
-    """The checkpoint in `directory`, which must hold a model of `task` ("translation", "lm"
-    or "mlm"); a ValueError naming what it holds and what to train otherwise."""
+def load_model_of(directory, task, weights="best"):
+    """The checkpoint in `directory` with its `weights` ("best" or "last"), which must hold a
+    model of `task` ("translation", "lm" or "mlm"); a ValueError naming what it holds and what to
+    train otherwise. The command prints `checkpoint.weights_line(weights)` on standard error
+    once its input is known to be good (an error stays one line)."""
     from numpy_transformer.training.checkpoint import load_checkpoint
 
-    checkpoint = load_checkpoint(directory)
+    checkpoint = load_checkpoint(directory, weights)
     if checkpoint.task != task:
         raise ValueError(f"{directory} holds {MODEL_NAMES[checkpoint.task]} (task {checkpoint.task}); this command "
                          f"needs {MODEL_NAMES[task]}: train one with numpy-transformer train --task {task} --out DIR")
     return checkpoint
 
 
-def load_language_model(name, task, cache_dir=None):
-    """(model, tokenizer, note) for --checkpoint NAME: a run folder of `train --task TASK`, or a
-    Hugging Face GPT-2 (task lm) or BERT (task mlm) folder, or such a model's Hub name. note: a
-    line for standard error about the model's data, or None."""
+def load_language_model(name, task, cache_dir=None, weights="best"):
+    """(model, tokenizer, notes) for --checkpoint NAME: a run folder of `train --task TASK` (its
+    `weights`), or a Hugging Face GPT-2 (task lm) or BERT (task mlm) folder, or such a model's
+    Hub name. notes: the lines for standard error about a run folder's model (which weights,
+    and its data)."""
     from numpy_transformer.interop.pretrained import load_pretrained, names_pretrained
 
     if not names_pretrained(name):
-        checkpoint = load_model_of(name, task)
-        note = f"note: {name} was trained on the built-in synthetic corpus (a small grammar, not real text)" \
-            if checkpoint.data_config.dataset == "builtin" else None
-        return checkpoint.model, checkpoint.tokenizers[0], note
+        checkpoint = load_model_of(name, task, weights)
+        notes = [checkpoint.weights_line(weights)]
+        if checkpoint.data_config.dataset == "builtin":
+            notes.append(f"note: {name} was trained on the built-in synthetic corpus (a small grammar, not real text)")
+        return checkpoint.model, checkpoint.tokenizers[0], notes
     model, tokenizer = load_pretrained(name, cache_dir)
     if model.config.causal != (task == "lm"):
         held = "a GPT-2 (causal)" if model.config.causal else "a BERT (masked)"
         raise ValueError(f"{name} holds {held} model; this command needs {MODEL_NAMES[task]}")
     tokenizer.require(NEEDED_TOKENS[task], TASK_COMMANDS[task])
-    return model, tokenizer, None
+    return model, tokenizer, []
 
 
 def utf8_lines(texts, what):

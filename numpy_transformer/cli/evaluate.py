@@ -2,7 +2,7 @@
 validation) split, rebuilt from the data description saved with it; for a language model its
 perplexity and the accuracy of its predicted tokens.
 
-    numpy-transformer evaluate --checkpoint DIR [--split test|validation] [--beam N]
+    numpy-transformer evaluate --checkpoint DIR [--split test|validation] [--beam N] [--weights best|last]
 
 The work is `numpy_transformer.training.evaluation` (`evaluate_checkpoint`); this module parses
 the arguments.
@@ -32,5 +32,5 @@ def command(args):
     from numpy_transformer.training.evaluation import evaluate_checkpoint
 
     evaluate_checkpoint(args.checkpoint, args.split, args.beam, args.length_penalty, args.samples, args.cache_dir,
-                        progress=not args.quiet and sys.stderr.isatty())
+                        progress=not args.quiet and sys.stderr.isatty(), weights=args.weights)
     return 0

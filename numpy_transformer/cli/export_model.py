@@ -23,7 +23,9 @@ renamed into place, so a crash leaves the earlier export whole. OUT must be miss
 an earlier export; a folder of other files, a run folder (or a folder inside one) and "" are
 refused.
 """
-from numpy_transformer.cli.common import add_threads_argument
+import sys
+
+from numpy_transformer.cli.common import add_threads_argument, add_weights_argument
 
 
 def add_parser(commands):
@@ -37,6 +39,7 @@ def add_parser(commands):
                              "Face GPT-2 (decoder-only models)")
     export.add_argument("out", metavar="OUT", help="the folder to write into")
     add_threads_argument(export)
+    add_weights_argument(export)
     export.set_defaults(run=command)
 
 
@@ -48,12 +51,13 @@ def command(args):
     from numpy_transformer.training.checkpoint import load_checkpoint
     from numpy_transformer.training.output_folder import OutputFolder
 
-    checkpoint = load_checkpoint(args.checkpoint)
+    checkpoint = load_checkpoint(args.checkpoint, args.weights)
     if checkpoint.task == "mlm" or (args.to == "hf" and checkpoint.task != "lm"):
         raise ValueError(f"{args.checkpoint} holds a {'masked language' if checkpoint.task == 'mlm' else 'translation'} "
                          f"model; export --to torch takes translation and decoder-only models, --to hf decoder-only "
                          f"ones")
     OutputFolder(args.out, "export").check()                  # before the model is converted
+    print(checkpoint.weights_line(args.weights), file=sys.stderr)
     if args.to == "hf":
         save_gpt2(checkpoint.model, checkpoint.tokenizers[0], args.out)
         print(f"Wrote {args.out}/: config.json, model.safetensors, tokenizer.json, special_tokens_map.json (Hugging "

@@ -6,6 +6,8 @@ trained masked language model.
 One candidate per line, best first: the token, a tab, its probability P(x_i | x_≠i). A text with
 several [MASK]s gives one block per [MASK], in order, separated by an empty line.
 """
+import sys
+
 from numpy_transformer.cli.common import add_common_arguments, load_language_model, positive_integer, utf8_lines
 
 
@@ -27,9 +29,11 @@ def command(args):
     """Print the candidates of each [MASK]: token<TAB>probability, best first."""
     from numpy_transformer.completion import fill_mask
 
-    model, tokenizer, _ = load_language_model(args.checkpoint, "mlm", args.cache_dir)
+    model, tokenizer, notes = load_language_model(args.checkpoint, "mlm", args.cache_dir, args.weights)
     (text,) = utf8_lines([args.text], "text")
     blocks = fill_mask(model, tokenizer, text, args.top_k)
+    for note in notes:
+        print(note, file=sys.stderr)
     print("\n\n".join("\n".join(f"{token}\t{probability:.4f}" for token, probability in candidates)
                       for candidates in blocks))
     return 0

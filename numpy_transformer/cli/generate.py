@@ -38,13 +38,13 @@ def command(args):
 
     from numpy_transformer.completion import complete
 
-    model, tokenizer, note = load_language_model(args.checkpoint, "lm", args.cache_dir)
+    model, tokenizer, notes = load_language_model(args.checkpoint, "lm", args.cache_dir, args.weights)
     prompts = utf8_lines(args.prompts, "prompt") if args.prompts else standard_input_lines()
     if not prompts:
         raise ValueError("nothing to continue: give prompts as arguments or as lines on standard input")
     texts = complete(model, tokenizer, prompts, np.random.default_rng(args.seed), args.max_new_tokens,
                      args.temperature, args.top_k, args.top_p)
-    if note:
+    for note in notes:
         print(note, file=sys.stderr)
     print("\n".join(texts))
     return 0

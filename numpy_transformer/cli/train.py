@@ -59,7 +59,10 @@ TRAINING_FLAGS = [
     ("--seed", "seed", int, "seed of the initial weights, dropout and batch order"),
     ("--eval-every", "eval_every", int, "steps between validation losses"),
     ("--log-every", "log_every", int, "steps between lines of the metrics log"),
-    ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints"),
+    ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints (each also writes the weights of "
+                                                    "the lowest validation loss so far, checkpoint_best.npz)"),
+    ("--early-stop", "early_stop", int, "stop after N validations in a row without a lower validation loss "
+                                        "(default: off, the run trains every step)"),
     ("--precision", "precision", str, "float32 (the default) or mixed: float16 forward and backward, float32 "
                                       "master weights and Adam, dynamic loss scaling"),
 ]
@@ -167,6 +170,7 @@ def command(args):
 def train_and_evaluate(run, args, started):
     """Train the run, print and save its scores on the test split; the exit status."""
     from numpy_transformer.training.atomic_files import atomic_write_text
+    from numpy_transformer.training.checkpoint import load_checkpoint
     from numpy_transformer.training.evaluation import evaluate_split, print_warnings
     from numpy_transformer.training.loop import format_seconds
     from numpy_transformer.training.run import METRICS_FILE
@@ -180,11 +184,18 @@ def train_and_evaluate(run, args, started):
         print(f"Interrupted at step {result.step} of {result.total_steps}: {where}. Continue with:\n"
               f"  numpy-transformer train --out {run.directory} --resume", file=sys.stderr)
         return EXIT_INTERRUPTED
-    evaluation = evaluate_split(run.model, run.data, run.configs["data"], run.objective, "test", args.beam,
+    state = run.trainer.state
+    if result.stopped_early:
+        print(f"Stopped early at step {result.step} of {result.total_steps}: {state.validations_without_improvement} "
+              f"validations without a validation loss below {state.best_loss:.3f} (step {state.best_step}).")
+    scored = load_checkpoint(run.directory, args.weights)
+    print(scored.weights_line(args.weights))
+    evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", args.beam,
                                 args.length_penalty, args.samples)
-    metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started)
+    metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started, scored)
     atomic_write_text(run.directory / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
-    print(f"Wrote {run.directory}/: checkpoint.npz (+ model.json, training.json, data.json, tokenizers), "
+    best = ", checkpoint_best.npz" if state.best_step is not None else ""
+    print(f"Wrote {run.directory}/: checkpoint.npz{best} (+ model.json, training.json, data.json, tokenizers), "
           f"log.jsonl, loss.png, {METRICS_FILE}. Total time {format_seconds(metrics['total_seconds'])}.")
     return 0
 
@@ -275,11 +286,15 @@ def training_line(run):
             f"{', mixed precision' if config.precision == 'mixed' else ''} -> {run.directory}")
 
 
-def run_metrics(run, result, evaluation, args, total_seconds):
+def run_metrics(run, result, evaluation, args, total_seconds, scored):
+    """metrics.json: the scores of the test split, of the weights `scored` (a `Checkpoint`) holds,
+    and the run's figures."""
     task = run.objective.name
     preset = args.preset or (None if args.resume else TASK_PRESETS[task])
     return {"source": run.data.splits.source, "task": task, "preset": preset,
             **(translation_scores(evaluation, args) if task == "translation" else language_model_scores(evaluation)),
+            "weights": scored.weights, "scored_step": scored.scored_step, "best_step": run.trainer.state.best_step,
+            "best_validation_loss": run.trainer.state.best_loss, "stopped_early": result.stopped_early,
             **run_figures(run, result, total_seconds)}
 
 

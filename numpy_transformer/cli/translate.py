@@ -23,7 +23,7 @@ def command(args):
     """Print one translation per sentence given (an empty line for an empty sentence)."""
     from numpy_transformer.translation import too_long, translate, with_specials
 
-    checkpoint = load_model_of(args.checkpoint, "translation")
+    checkpoint = load_model_of(args.checkpoint, "translation", args.weights)
     sentences = utf8_lines(args.sentences, "sentence") if args.sentences else standard_input_lines()
     if not any(sentence.strip() for sentence in sentences):
         raise ValueError("nothing to translate: give sentences as arguments or as lines on standard input")
@@ -33,6 +33,7 @@ def command(args):
         numbers = ", ".join(str(i + 1) for i in long)
         raise ValueError(f"sentence {numbers} is longer than this model's maximum length of {model.config.max_len} "
                          f"tokens ([SOS] and [EOS] included): split it into shorter sentences")
+    print(checkpoint.weights_line(args.weights), file=sys.stderr)
     if checkpoint.data_config.dataset == "builtin":
         print(f"note: {args.checkpoint} was trained on the built-in synthetic corpus (a small grammar, not real text): "
               f"it knows its {src.vocab_size - 4} {src.language} words and its sentence patterns only", file=sys.stderr)

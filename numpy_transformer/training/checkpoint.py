@@ -8,13 +8,22 @@ exactly where it stopped, in one folder.
     DIR/data.json             the DataConfig: which task, corpus, split and seed (to rebuild the splits)
     DIR/tokenizer_en.json     the tokenizers of both languages (a language model has one)
     DIR/tokenizer_it.json
-    DIR/checkpoint.npz        weights ("model/<name>"), Adam's state ("optimizer/<key>"), and the
-                              loop's position as JSON ("state": step, epoch, batch, random states)
+    DIR/checkpoint.npz        the last weights ("model/<name>"), Adam's state ("optimizer/<key>"),
+                              and the loop's position as JSON ("state": step, epoch, batch, random
+                              states, the best validation loss so far and its step)
+    DIR/checkpoint_best.npz   the weights of the lowest validation loss ("model/<name>"), and
+                              "state": {"step", "validation_loss"} of those weights
 
 Every file is written atomically (`numpy_transformer/training/atomic_files.py`): a crash during a write leaves the
 previous version whole. `checkpoint.npz` is written last: a folder
 without it holds no checkpoint, and the JSON files never change during a run, so every
-`checkpoint.npz` found is consistent with the files beside it.
+`checkpoint.npz` found is consistent with the files beside it. `checkpoint_best.npz` is written
+just before the `checkpoint.npz` whose state first names its step, so the best weights a
+checkpoint names are on disk when it is.
+
+`load_checkpoint(directory, weights="best")` loads the best weights into the model (the last
+ones, which `Checkpoint.weights_line` notes, for a run folder without them: one of an older
+version, or not validated yet); `weights="last"`, the default, the weights `--resume` continues.
 
 Loading checks everything and turns any problem (a missing folder or file, a truncated archive,
 bad JSON, weights that do not fit the configuration) into one `CheckpointError` whose message
@@ -36,7 +45,8 @@ from numpy_transformer.training.bounded_archive import read_npz
 from numpy_transformer.memory_budget import check_fits, model_memory
 from numpy_transformer.training.settings import MODELS, DataConfig, TrainingConfig
 
-ARCHIVE = "checkpoint.npz"
+ARCHIVE, BEST_ARCHIVE = "checkpoint.npz", "checkpoint_best.npz"
+WEIGHTS = ("best", "last")      # which weights of a run folder a command loads
 CONFIG_FILES = {"model": "model.json", "training": "training.json", "data": "data.json"}
 CONFIG_CLASSES = {"training": TrainingConfig, "data": DataConfig, "model": TransformerConfig}
 MAX_STATE_BYTES = 2**24         # the loop's position as JSON: random states, a few counters and losses
@@ -51,7 +61,8 @@ class Checkpoint:
     """What `load_checkpoint` reads: the configurations, the tokenizers (source and target, or a
     language model's one), the model with its weights loaded, Adam's state (a flat dict for
     `Optimizer.load_state_dict`) and the training loop's state (a dict, see
-    `numpy_transformer.training.loop.TrainingState`)."""
+    `numpy_transformer.training.loop.TrainingState`). weights: whose weights the model holds,
+    "last" or "best"; best: {"step", "validation_loss"} of checkpoint_best.npz when they are its."""
     directory: Path
     model_config: object
     training_config: TrainingConfig
@@ -60,10 +71,33 @@ class Checkpoint:
     model: object
     optimizer_state: dict
     state: dict
+    weights: str = "last"
+    best: dict = None
 
     @property
     def step(self):
+        """The last step trained (the one `--resume` continues from)."""
         return int(self.state["step"])
+
+    @property
+    def scored_step(self):
+        """The step whose weights the model holds."""
+        return self.best["step"] if self.weights == "best" else self.step
+
+    def weights_line(self, asked="best"):
+        """One line on the weights loaded, for `asked` weights: `model: runs/x, best validation
+        loss 2.331 at step 500 (last: step 1500)`, or the last weights, with a note when the best
+        were asked for and the folder has none."""
+        if self.weights == "best":
+            return (f"model: {self.directory}, best validation loss {self.best['validation_loss']:.3f} at step "
+                    f"{self.best['step']} (last: step {self.step})")
+        line = f"model: {self.directory}, last weights at step {self.step}"
+        if asked == "best":
+            return (f"{line} (note: no {BEST_ARCHIVE}, the weights of the best validation loss, in it: a run of an "
+                    f"older version, or one not validated yet; the last weights are used)")
+        if self.state.get("best_step") is not None:
+            return f"{line} (best validation loss {self.state['best_loss']:.3f} at step {self.state['best_step']})"
+        return line
 
     @property
     def task(self):
@@ -80,6 +114,14 @@ class Checkpoint:
 
 def has_checkpoint(directory):
     return (Path(directory) / ARCHIVE).is_file()
+
+
+def save_best_weights(directory, weights, step, validation_loss):
+    """Write checkpoint_best.npz in `directory`: `weights` ({name: array}, a model's
+    `state_dict()`) of `step`, whose validation loss was `validation_loss`."""
+    arrays = {f"model/{name}": array for name, array in weights.items()}
+    arrays["state"] = np.asarray(json.dumps({"step": step, "validation_loss": validation_loss}))
+    atomic_write(Path(directory) / BEST_ARCHIVE, lambda file: np.savez(file, **arrays))
 
 
 def save_checkpoint(directory, model, optimizer, state, configs, tokenizers):
@@ -101,13 +143,17 @@ def save_checkpoint(directory, model, optimizer, state, configs, tokenizers):
     atomic_write(directory / ARCHIVE, lambda file: np.savez(file, **arrays))
 
 
-def load_checkpoint(directory):
+def load_checkpoint(directory, weights="last"):
     """Read and check the checkpoint in `directory` (a `Checkpoint`), or raise CheckpointError.
+    weights: "last" (those of checkpoint.npz) or "best" (those of checkpoint_best.npz, the last
+    ones when there is none).
 
     Nothing is allocated before it is bounded: the model of model.json must fit in this
     machine's memory (the estimate `train` makes, `model_memory`) before it is built, and every
     member of checkpoint.npz must have the shape the model expects (`bounded_archive`) before
     its data is read."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be {' or '.join(WEIGHTS)}, got {weights!r}")
     directory = Path(directory)
     _check_complete(directory)
     configs = {kind: _read_config(directory, kind, config_class) for kind, config_class in CONFIG_CLASSES.items()}
@@ -120,11 +166,26 @@ def load_checkpoint(directory):
         raise CheckpointError(f"{directory / CONFIG_FILES['model']} does not describe a model of the task "
                               f"{configs['data'].task!r} of {directory / CONFIG_FILES['data']}: {error}") from None
     shapes = {name: parameter.shape for name, parameter in model.named_parameters()}
-    weights, optimizer_state, state = _read_archive(directory / ARCHIVE, shapes)
-    _check_finite(directory / ARCHIVE, weights)
-    model.load_state_dict(weights)
+    last, optimizer_state, state = _read_archive(directory / ARCHIVE, shapes)
+    _check_finite(directory / ARCHIVE, last)
+    best = _read_best(directory / BEST_ARCHIVE, shapes) if weights == "best" else None
+    model.load_state_dict(last if best is None else best[0])
     return Checkpoint(directory, configs["model"], configs["training"], configs["data"], tokenizers, model,
-                      optimizer_state, state)
+                      optimizer_state, state, "last" if best is None else "best", None if best is None else best[1])
+
+
+def _read_best(path, shapes):
+    """(weights, {"step", "validation_loss"}) of checkpoint_best.npz, None without one; a
+    CheckpointError if it is damaged or does not fit the model."""
+    if not path.is_file():
+        return None
+    weights, _, state = _read_archive(path, shapes)
+    _check_finite(path, weights)
+    loss = state.get("validation_loss")
+    if not (isinstance(state["step"], int) and isinstance(loss, float) and np.isfinite(loss)):
+        raise CheckpointError(f"{path}: its 'state' entry is not the step and validation loss of the best weights "
+                              f"({state!r}); use the last weights with --weights last, or train again")
+    return weights, state
 
 
 def _check_fits_in_memory(path, config):

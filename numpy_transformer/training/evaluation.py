@@ -257,12 +257,13 @@ def masked_samples(model, tokenizer, texts):
 # A split of a run's data, as `train` and `evaluate` print it.
 
 def evaluate_checkpoint(directory, split="test", beam_size=4, length_penalty=1.0, samples=4, cache_dir=None,
-                        progress=True):
-    """The `evaluate` command: load the run saved in `directory`, rebuild its data from the data
-    description saved with it, and print (and return) the evaluation of the split."""
-    checkpoint = load_checkpoint(directory)
+                        progress=True, weights="best"):
+    """The `evaluate` command: load the run saved in `directory` with its `weights` ("best" or
+    "last", `load_checkpoint`), rebuild its data from the data description saved with it, and
+    print (and return) the evaluation of the split."""
+    checkpoint = load_checkpoint(directory, weights)
     data = prepare_data(checkpoint.data_config, cache_dir, checkpoint.tokenizers, progress=progress)
-    print(f"model: {checkpoint.directory}, step {checkpoint.step}")
+    print(checkpoint.weights_line(weights))
     print(f"data: {data.splits.source}")
     print_warnings(data)
     objective = make_objective(checkpoint.task, checkpoint.tokenizers, checkpoint.training_config.seed)

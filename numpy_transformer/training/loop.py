@@ -20,10 +20,16 @@ same `train_step`, given the twin's loss and the master weights' optimizer.
 Every `eval_every` steps the loss on the validation pairs (without smoothing, dropout off),
 every `log_every` steps a line of the metrics log, every `checkpoint_every` steps a checkpoint.
 
+The best weights. A validation loss lower than every one before it (strictly) makes the current
+weights the best: the Trainer keeps a copy (`unsaved_best`) until the next checkpoint writes it
+beside the last weights, and the state records its loss and step. With `early_stop` = N the run
+stops after N validations in a row without a lower loss (`TrainingResult.stopped_early`).
+
 Exactness. A run is a function of its seed: the initial weights and the dropout masks come from
 one generator, the order of the batches from another (`run_generators`). The loop's position
-(`TrainingState`: step, epoch, batch within the epoch, both generators' states) is saved with
-each checkpoint, so that N steps, a checkpoint, a resume and N more steps give the weights and
+(`TrainingState`: step, epoch, batch within the epoch, both generators' states, the best
+validation loss, its step and the validations since) is saved with each checkpoint, so that N
+steps, a checkpoint, a resume and N more steps give the weights, the best weights and the
 losses of 2N steps in one go, bit for bit.
 
 Ctrl-C. While `train` runs, the first Ctrl-C (or SIGTERM, what a scheduler or `kill` sends)
@@ -93,7 +99,9 @@ class TrainingState:
     exactly. data_rng: the batch-order generator's state at the start of the current epoch
     (the epoch's order is drawn again from it); model_rngs: the dropout generators' states;
     interval_losses / interval_tokens: the steps since the last log line; loss_scaler: a mixed-
-    precision run's loss scale (`LossScaler.state_dict()`), None in float32."""
+    precision run's loss scale (`LossScaler.state_dict()`), None in float32; best_loss, best_step:
+    the lowest validation loss so far and its step (None before the first); validations_without_
+    improvement: the validations since then (what `early_stop` counts)."""
     step: int = 0
     epoch: int = 0
     batch_in_epoch: int = 0
@@ -103,6 +111,9 @@ class TrainingState:
     interval_losses: list = dataclasses.field(default_factory=list)
     interval_tokens: list = dataclasses.field(default_factory=list)
     loss_scaler: dict = None
+    best_loss: float = None
+    best_step: int = None
+    validations_without_improvement: int = 0
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -116,7 +127,8 @@ class TrainingState:
 @dataclasses.dataclass
 class TrainingResult:
     """How `Trainer.train` ended. interrupted: stopped by Ctrl-C; saved: a checkpoint of the
-    final step was written; loss: the mean training loss of the last logged interval."""
+    final step was written; loss: the mean training loss of the last logged interval;
+    stopped_early: stopped by `early_stop`."""
     step: int
     total_steps: int
     interrupted: bool
@@ -124,6 +136,7 @@ class TrainingResult:
     loss: float
     validation_loss: float
     train_seconds: float
+    stopped_early: bool = False
 
 
 class Trainer:
@@ -132,7 +145,8 @@ class Trainer:
     data_rng: the batch-order generator of `run_generators(config.seed)`, whose other generator
     built the model (and draws its dropout masks). validation_data: an `EncodedPairs` or None. log: an object
     with `write(record)` (a `MetricsLog`), or None. save: a function of no argument that writes a
-    checkpoint (it reads `trainer.checkpoint_state()`), or None. progress: show a tqdm bar;
+    checkpoint (it reads `trainer.checkpoint_state()`, and writes `trainer.unsaved_best` first,
+    then sets it to None), or None. progress: show a tqdm bar;
     report: where the validation lines go (None: nowhere). state: a `TrainingState` to resume.
     objective: what the model learns (`training/loss.py`): TRANSLATION, or a language model's,
     whose data are `EncodedTexts`.
@@ -158,6 +172,7 @@ class Trainer:
                 self.mixed.scaler.load_state_dict(state.loss_scaler)
         self.losses = []                 # the training loss of every step run by this Trainer
         self.validation_loss = None
+        self.unsaved_best = None         # the best weights ({name: array}) until a checkpoint writes them
         self._last_logged_loss = float("nan")
         self.stop_requested = False
         self._plan, self._phase, self._saved_step = None, "idle", None
@@ -185,7 +200,7 @@ class Trainer:
         self._clock = (self.state.train_seconds, time.perf_counter())   # the loop's wall time, resumes included
         with self._progress_bar() as bar, _stop_on_first_interrupt(self):
             try:
-                while self.state.step < self.total_steps and not self.stop_requested:
+                while self.state.step < self.total_steps and not (self.stop_requested or self.stopped_early):
                     self._run_step(bar)
                     if callback is not None:
                         callback(self)
@@ -194,7 +209,13 @@ class Trainer:
         interrupted = interrupted or self.stop_requested
         saved = self._phase != "update" and self._checkpoint()
         return TrainingResult(self.state.step, self.total_steps, interrupted, saved, self._last_logged_loss,
-                              self.validation_loss, self.state.train_seconds)
+                              self.validation_loss, self.state.train_seconds, self.stopped_early)
+
+    @property
+    def stopped_early(self):
+        """Whether `early_stop` validations in a row have brought no lower validation loss."""
+        patience = self.config.early_stop
+        return patience is not None and self.state.validations_without_improvement >= patience
 
     def _run_step(self, bar):
         """One optimizer step on the next batch, then the log, validation and checkpoint due."""
@@ -294,12 +315,23 @@ class Trainer:
         validation_perplexity = perplexity(self.validation_loss)
         self._write_log({"step": self.state.step, "validation_loss": self.validation_loss,
                          "validation_perplexity": validation_perplexity})
+        self._keep_if_best(self.validation_loss)
         if self.report is not None:
             recent = np.mean(self.losses[-self.config.eval_every:])
             self.report(f"step {self.state.step:>{len(str(self.total_steps))}}/{self.total_steps}  "
                         f"loss {recent:.3f}  validation loss {self.validation_loss:.3f} "
                         f"(perplexity {validation_perplexity:.2f})  lr {self.optimizer.current_lr:.2e}  "
                         f"{format_seconds(self.state.train_seconds)}")
+
+    def _keep_if_best(self, loss):
+        """A loss below every earlier one (strictly) makes the current weights the best; any other
+        counts one more validation without improvement."""
+        state = self.state
+        if math.isfinite(loss) and (state.best_loss is None or loss < state.best_loss):
+            state.best_loss, state.best_step, state.validations_without_improvement = loss, state.step, 0
+            self.unsaved_best = self.model.state_dict()
+        else:
+            state.validations_without_improvement += 1
 
     def _checkpoint(self):
         if self.save is None:

@@ -84,8 +84,8 @@ def _prepare_pairs(data_config, cache_dir, tokenizers):
     summary = [f"data: {splits.source}",
                f"pairs: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
                f"training pairs: {train.report()}",
-               f"{_vocabularies(data_config, src, tgt)}; {unknown / max(total, 1):.1%} of the validation "
-               f"{splits.src_language} tokens are [UNK]"]
+               f"{_vocabularies(data_config, src, tgt)}; "
+               f"{unknown_share(src, unknown, total, f'validation {splits.src_language} tokens')}"]
     warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, (src, tgt)), "pairs")
     return PreparedData(splits, (src, tgt), train, validation if len(validation) else None, summary, warnings)
 
@@ -111,9 +111,24 @@ def _prepare_texts(data_config, cache_dir, tokenizers):
                f"texts: {len(splits.train):,} train, {len(splits.validation):,} validation, {len(splits.test):,} test",
                f"training sequences: {train.report()}",
                f"vocabulary ({_kind_name(tokenizer.kind, data_config.min_frequency)}, + 7 special tokens): {tokenizer.vocab_size:,} {splits.language}; "
-               f"{unknown / max(total, 1):.1%} of the validation tokens are [UNK]"]
+               f"{unknown_share(tokenizer, unknown, total, 'validation tokens')}"]
     warnings = overlap_warnings(data_config, splits, held_out_overlaps(splits, (tokenizer,)), "texts")
     return PreparedData(splits, (tokenizer,), train, validation if len(validation) else None, summary, warnings)
+
+
+UNKNOWN_SHARE_FOR_SUBWORDS = 0.03     # above it, the summary suggests a subword vocabulary
+
+
+def unknown_share(tokenizer, unknown, total, tokens):
+    """`4.2% of the validation en tokens are [UNK]` (`tokens`: which ones), `unknown` of `total`;
+    above UNKNOWN_SHARE_FOR_SUBWORDS with a word-level vocabulary, with the flags of a subword
+    one, which splits a rare word into known pieces instead."""
+    share = unknown / max(total, 1)
+    line = f"{share:.1%} of the {tokens} are [UNK]"
+    if tokenizer.kind == "word" and share > UNKNOWN_SHARE_FOR_SUBWORDS:
+        line += (f" (over {UNKNOWN_SHARE_FOR_SUBWORDS:.0%}: a subword vocabulary splits rare words into known pieces "
+                 f"instead; try --tokenizer unigram --vocab-size 8000)")
+    return line
 
 
 def tokenizer_view(tokenizer, text):

@@ -3,7 +3,7 @@ figure, for a new run or one resumed from its checkpoint. `numpy-transformer tra
 module plus printing.
 
     with Run.new("runs/mine", *resolve("default", training={"steps": 500})) as run:
-        result = run.train()              # checkpoints, log.jsonl and loss.png in runs/mine
+        result = run.train()              # checkpoints (the last and the best), log.jsonl and loss.png
     with Run.resume("runs/mine", training={"steps": 1000}) as run:
         run.train()                       # steps 501 … 1000, as if never stopped
 
@@ -15,8 +15,8 @@ corpus, which `evaluate` and `--resume` check.
 import dataclasses
 from pathlib import Path
 
-from numpy_transformer.training.checkpoint import ARCHIVE, CONFIG_FILES, CheckpointError, has_checkpoint, load_checkpoint, \
-    save_checkpoint
+from numpy_transformer.training.checkpoint import ARCHIVE, BEST_ARCHIVE, CONFIG_FILES, CheckpointError, \
+    has_checkpoint, load_checkpoint, save_best_weights, save_checkpoint
 from numpy_transformer.data.tokenizer import tokenizer_path
 from numpy_transformer.model import count_parameters
 from numpy_transformer.training.settings import MODELS, model_config
@@ -28,13 +28,13 @@ from numpy_transformer.training.run_folder import RunFolder
 
 LOG_FILE, FIGURE_FILE, METRICS_FILE = "log.jsonl", "loss.png", "metrics.json"
 # What may change when a run resumes: how long it goes on and how often it reports.
-RESUMABLE_FIELDS = ("steps", "epochs", "eval_every", "log_every", "checkpoint_every")
+RESUMABLE_FIELDS = ("steps", "epochs", "eval_every", "log_every", "checkpoint_every", "early_stop")
 TASK_TITLES = {"translation": "translation", "lm": "causal language model", "mlm": "masked language model"}
 
 
 def run_file_names(languages):
     """The files a run writes into its folder."""
-    return [ARCHIVE, *CONFIG_FILES.values(), LOG_FILE, FIGURE_FILE, METRICS_FILE,
+    return [ARCHIVE, BEST_ARCHIVE, *CONFIG_FILES.values(), LOG_FILE, FIGURE_FILE, METRICS_FILE,
             *(tokenizer_path(Path(), language).name for language in languages)]
 
 
@@ -106,6 +106,12 @@ class Run:
         return count_parameters(self.model)
 
     def save(self):
+        """Write a checkpoint: the best weights first, if a validation found new ones since the
+        last checkpoint (`Trainer.unsaved_best`), then the last ones."""
+        state = self.trainer.state
+        if self.trainer.unsaved_best is not None:
+            save_best_weights(self.directory, self.trainer.unsaved_best, state.best_step, state.best_loss)
+            self.trainer.unsaved_best = None
         save_checkpoint(self.directory, self.model, self.optimizer, self.trainer.checkpoint_state(), self.configs,
                         self.data.tokenizers)
 

@@ -53,6 +53,7 @@ class RunFolder:
             raise RunFolderError(f"{self.directory} does not exist")
         else:
             self.check_no_links()
+            self._check_no_unlisted_files()
         self._lock()
         if new:
             self._remove_written()
@@ -116,6 +117,18 @@ class RunFolder:
             raise RunFolderError(f"{self.directory / links[0]} is a symbolic link: a run never writes through a "
                                  f"link; remove it (the file it points to is left alone), or choose another "
                                  f"folder with --out")
+
+    def _check_no_unlisted_files(self):
+        """A RunFolderError if a run resumed here would replace a file its manifest does not list
+        (one a newer version writes, such as checkpoint_best.npz, put there by the user). A folder
+        without a manifest (numpy-transformer 0.1) is not checked."""
+        if not (self.directory / MANIFEST).is_file():
+            return
+        written = set(_read_manifest(self.directory))
+        unlisted = [name for name in self.names if name not in written and (self.directory / name).exists()]
+        if unlisted:
+            raise RunFolderError(f"{self.directory / unlisted[0]} is not a file of this run ({MANIFEST} does not list "
+                                 f"it), and the resumed run would replace it: move it, then resume")
 
     def _remove_written(self):
         """Remove the files an earlier run wrote (the manifest's names): regular files only."""

@@ -160,6 +160,8 @@ class TrainingConfig(JsonConfig):
     | eval_every       | steps between validation losses                                         |
     | log_every        | steps between lines of the metrics log                                  |
     | checkpoint_every | steps between checkpoints (one is also written at the end)              |
+    | early_stop       | stop after N validations in a row without a lower validation loss       |
+    |                  | (None: never)                                                           |
     | similar_lengths  | batch sentences of similar length together (less padding)               |
     | precision        | "float32", or "mixed": float16 forward and backward, float32 master     |
     |                  | weights, dynamic loss scaling (training/mixed_precision.py)             |
@@ -180,6 +182,7 @@ class TrainingConfig(JsonConfig):
     eval_every: int = 500
     log_every: int = 50
     checkpoint_every: int = 500
+    early_stop: int = None
     similar_lengths: bool = True
     precision: str = "float32"
 
@@ -208,6 +211,7 @@ class TrainingConfig(JsonConfig):
         self.check(checked_integer, "seed", 0)
         for name in ("eval_every", "log_every", "checkpoint_every"):
             self.check(checked_integer, name, 1)
+        self.check(checked_integer, "early_stop", 1, optional=True)
         self.check_flag("similar_lengths")
         self.check_choice("precision", PRECISIONS)
 
