@@ -343,8 +343,8 @@ def print_translation_scores(evaluation, split, samples):
     print(f"{split.capitalize()} split: {evaluation.n_pairs:,} pairs, {reference_counts(evaluation)}.")
     if evaluation.n_cut:
         limit = evaluation.position_limit
-        print(f"  {evaluation.n_cut:,} sources longer than the model's {limit} positions were read up to their first "
-              f"{limit - 2} tokens (their references all count)")
+        print(f"  sources read cut to the model's {limit} positions (their first {limit - 2} tokens): "
+              f"{evaluation.n_cut:,}; their references all count")
     print(f"  {'':<8} {'BLEU':>6} {'chrF':>6}")
     for name, scores in rows:
         print(f"  {name:<8} {scores.bleu:>6.2f} {scores.chrf:>6.2f}")
@@ -358,6 +358,7 @@ def perplexity_line(evaluation):
     left_out = evaluation.n_pairs - evaluation.n_perplexity_pairs
     beyond = f"longer than the model's {evaluation.position_limit} positions"
     if evaluation.cross_entropy is None:
-        return f"perplexity: none, all {evaluation.n_pairs:,} pairs are {beyond}"
+        return f"perplexity: none, every pair is {beyond}"
     line = f"perplexity {evaluation.perplexity:.3f} (cross-entropy {evaluation.cross_entropy:.4f} nats per token)"
-    return f"{line} over {evaluation.n_perplexity_pairs:,} pairs, {left_out:,} {beyond} left out" if left_out else line
+    return f"{line} over {evaluation.n_perplexity_pairs:,} pairs; left out, {beyond}: {left_out:,}" if left_out \
+        else line
