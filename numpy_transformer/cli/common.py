@@ -131,45 +131,26 @@ def load_language_model(name, task, cache_dir=None):
     return model, tokenizer, None
 
 
-def is_utf8(text):
-    """Whether `text` (a command-line argument or a line) is valid UTF-8: Python hands
-    undecodable bytes over as lone surrogates, which the tokenizers cannot read."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def not_utf8(what, number, text):
-    r"""`line 3 is not valid UTF-8 text (b'caf\xe9')`: what to say of a text `is_utf8` refuses."""
-    return f"{what} {number} is not valid UTF-8 text ({text.encode('utf-8', 'surrogateescape')!r})"
-
-
 def utf8_lines(texts, what):
-    """`texts` (command-line arguments or lines), each checked by `is_utf8` (a ValueError
-    naming the first that is not)."""
+    """`texts` (command-line arguments or lines), each checked to be valid UTF-8: Python hands
+    undecodable bytes over as lone surrogates, which the tokenizers cannot read."""
     for number, text in enumerate(texts, start=1):
-        if not is_utf8(text):
-            raise ValueError(f"{not_utf8(what, number, text)}: convert it to UTF-8 first (e.g. iconv -f latin1 "
-                             f"-t utf-8)")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{what} {number} is not valid UTF-8 text ({text.encode('utf-8', 'surrogateescape')!r}): "
+                             f"convert it to UTF-8 first (e.g. iconv -f latin1 -t utf-8)") from None
     return list(texts)
 
 
-def raw_standard_input_lines():
-    """The lines of standard input as a file has them: split at line feeds only (a carriage
-    return before one dropped), so that a command can answer each line with one line
-    (str.splitlines would also split at form feeds, U+001C to U+001E, U+0085 and U+2028 inside
-    a line). Undecodable bytes stay lone surrogates (see `is_utf8`)."""
+def standard_input_lines():
+    """The lines of standard input, read as UTF-8 (a ValueError naming the line otherwise), as a
+    file has them: split at line feeds only (a carriage return before one dropped), so that a
+    command can answer each line with one line (str.splitlines would also split at form feeds,
+    U+001C to U+001E, U+0085 and U+2028 inside a line)."""
     binary = getattr(sys.stdin, "buffer", None)          # None: a text stream put in its place
     text = binary.read().decode("utf-8", "surrogateescape") if binary is not None else sys.stdin.read()
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-def standard_input_lines():
-    """The lines of standard input (`raw_standard_input_lines`), read as UTF-8 (a ValueError naming
-    the line otherwise)."""
-    return utf8_lines(raw_standard_input_lines(), "line")
+    return utf8_lines([line.removesuffix("\r") for line in lines], "line")

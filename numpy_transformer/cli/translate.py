@@ -4,8 +4,8 @@
 """
 import sys
 
-from numpy_transformer.cli.common import add_common_arguments, add_decoding_arguments, is_utf8, load_model_of, \
-    not_utf8, raw_standard_input_lines
+from numpy_transformer.cli.common import add_common_arguments, add_decoding_arguments, load_model_of, \
+    standard_input_lines, utf8_lines
 
 
 def add_parser(commands):
@@ -21,22 +21,21 @@ def add_parser(commands):
 
 def command(args):
     """Print one translation per sentence given, in order: one output line per input line. A
-    sentence with nothing to translate (empty, not UTF-8, or without a token the tokenizer
-    reads) gets an empty line and a note on standard error naming it; so does a sentence the
-    model reads cut (learned positions)."""
+    sentence with nothing to translate (empty, or without a token the tokenizer reads) gets an
+    empty line and a note on standard error naming it; a sentence the model reads cut (learned
+    positions) gets a note too. Text that is not UTF-8 is refused (a ValueError naming it)."""
     from numpy_transformer.translation import cut_note, read_sources, written_translations
 
     checkpoint = load_model_of(args.checkpoint, "translation")
     what = "sentence" if args.sentences else "line"
-    sentences = list(args.sentences) if args.sentences else raw_standard_input_lines()
+    sentences = utf8_lines(args.sentences, "sentence") if args.sentences else standard_input_lines()
     if not any(sentence.strip() for sentence in sentences):
         raise ValueError("nothing to translate: give sentences as arguments or as lines on standard input")
     src, tgt, model = checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, checkpoint.model
     if checkpoint.data_config.dataset == "builtin":
         print(f"note: {args.checkpoint} was trained on the built-in synthetic corpus (a small grammar, not real text): "
               f"it knows its {src.vocab_size - 4} {src.language} words and its sentence patterns only", file=sys.stderr)
-    readable = [sentence if is_utf8(sentence) else "" for sentence in sentences]
-    sources, cut = read_sources(model, src, readable)
+    sources, cut = read_sources(model, src, sentences)
     for i, (sentence, source) in enumerate(zip(sentences, sources)):
         notes = [source_note(what, i + 1, sentence, source, src),
                  cut_note(what, i + 1, cut[i], model.config.position_limit) if i in cut else None]
@@ -49,9 +48,6 @@ def command(args):
 def source_note(what, number, sentence, source, src_tokenizer):
     """What to say on standard error of sentence `number` as `read_sources` read it (`source`),
     or None: why its translation is an empty line, or the words read as [UNK]."""
-    if not is_utf8(sentence):
-        return f"{not_utf8(what, number, sentence)}: its translation is an empty line; convert the text to UTF-8 " \
-               f"(e.g. iconv -f latin1 -t utf-8)"
     if not sentence.strip():
         return f"{what} {number} is empty: its translation is an empty line"
     if source is None:
