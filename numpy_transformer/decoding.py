@@ -195,11 +195,12 @@ def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):
 
     src_ids: integer array (batch, n_src), padded with config.pad_id. max_len: the most tokens
     produced per sentence (EOS included); by default `max_output_length` of each sentence's
-    length: its length + 50, capped by config.max_len only when the model's positions do not
-    extend past it (`TransformerConfig.position_limit`), as src_ids are. Returns one list of token ids per sentence, without SOS
-    and EOS (and never the padding id, see `IncrementalDecoder.log_probs`). A finished sentence
-    is fed padding (its output no longer changes) until all are done. use_cache=False decodes
-    the whole prefix at every step (same tokens, slower).
+    length: its length + 50, capped by config.max_len only when the model's positions stop
+    there (`TransformerConfig.position_limit`, which bounds src_ids too). Returns one list of
+    token ids per sentence, without SOS and EOS (and never the padding id, see
+    `IncrementalDecoder.log_probs`). A finished sentence is fed padding (its output no longer
+    changes) until all are done. use_cache=False decodes the whole prefix at every step (same
+    tokens, slower).
     """
     src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
     _check_fits(model.config, src_ids, limits, beam_size=1)

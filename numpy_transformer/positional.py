@@ -98,7 +98,8 @@ class PositionalEncoding(Module):
             raise ValueError(f"PositionalEncoding: expected inputs of last dimension d_model="
                              f"{self.d_model}, got shape {tuple(x.shape)}")
         if self.kind == "sinusoidal" and start + n > len(self.P):
-            self.P = Tensor(sinusoidal_encoding(max(start + n, 2 * len(self.P)), self.d_model, self.base, self.P.dtype))
+            rows = max(start + n, 2 * len(self.P))
+            self.P = Tensor(sinusoidal_encoding(rows, self.d_model, self.base, self.P.dtype))
         if self.kind == "learned" and start + n > self.max_len:
             raise ValueError(f"PositionalEncoding: positions {start}..{start + n - 1} (a sequence of "
                              f"length {n}) exceed max_len={self.max_len}, the rows of the learned table")

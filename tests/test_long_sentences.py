@@ -12,6 +12,7 @@ import pytest
 import autograd.functional as F
 from autograd import Tensor
 import numpy_transformer.translation as translation
+from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data import Pair, WordTokenizer
 from numpy_transformer.decoding import IncrementalDecoder, beam_search, greedy_decode, scoring_mode
 from numpy_transformer.model import Transformer
@@ -97,6 +98,15 @@ def test_a_learned_model_reads_the_first_max_len_tokens_and_warns_naming_the_sen
     assert len(outputs) == 2 and outputs[1] == translate(model, src, tgt, [" ".join(LONG.split()[:6])])[0]
     with pytest.raises(ValueError, match=r"longer than the model's max_len=8"):
         greedy_decode(model, np.full((1, 9), 5), tgt.sos_id, tgt.eos_id)
+
+
+def test_positions_stop_at_max_len_where_a_table_has_max_len_rows_or_columns():
+    sizes = dict(d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1, max_len=8)
+    assert TransformerConfig(11, 13, **sizes).position_limit is None
+    assert TransformerConfig(11, 13, positional="relative", **sizes).position_limit is None
+    assert TransformerConfig(11, 13, positional="learned", **sizes).position_limit == 8
+    linformer = TransformerConfig(11, 13, attention="linformer", decoder_attention="full", **sizes)
+    assert linformer.position_limit == 8                            # its E and F: (k_proj, max_len)
 
 
 def test_a_relative_bias_extends_too():

@@ -17,8 +17,9 @@ The measures:
 
 What is evaluated:
 
-- a translation model (`evaluate_pairs`): its translations of a split, greedy and with beam
-  search (`numpy_transformer.translation`) side by side, BLEU and chrF of both, perplexity;
+- a translation model (`evaluate_pairs`): its translations of every pair of a split (sentences
+  longer than max_len included), greedy and with beam search (`numpy_transformer.translation`)
+  side by side, BLEU and chrF of both, perplexity;
 - a language model (`evaluate_texts`): perplexity, accuracy, and a few samples (causal: the
   first third of a text's words continued greedily; masked: the middle word of a text replaced by
   [MASK], and the three best candidates);
