@@ -236,7 +236,8 @@ def test_a_subword_masked_language_model_fills_a_mask(tmp_path, kind):
 
 def test_a_text_file_trains_a_language_model(tmp_path):
     path = tmp_path / "lines.txt"
-    path.write_text("".join(f"the number {i % 7} follows the number {(i + 6) % 7} .\n" for i in range(200)))
+    path.write_text("".join(f"the number {i % 7} follows the number {(i + 6) % 7} in row {i} .\n"   # 200 distinct
+                            for i in range(200)))
     status, out, err = run_main(["train", "--task", "mlm", "--dataset", path, "--out", tmp_path / "run", *TINY_LM])
     assert status == 0, err
     assert f"local text file {path} (200 texts)" in out and "texts: 180 train, 10 validation, 10 test" in out
