@@ -120,10 +120,9 @@ class TorchRun:
 
 
 
-def validation_point(run, data, max_len, step, seconds):
+def validation_point(run, data, step, seconds):
     """Greedy BLEU and chrF of the validation split after `step` steps and `seconds` of training."""
-    scores = evaluate_pairs(run.translator(), *data.tokenizers, data.splits.validation, max_len,
-                            beam_size=1).greedy_scores
+    scores = evaluate_pairs(run.translator(), *data.tokenizers, data.splits.validation, beam_size=1).greedy_scores
     return {"step": step, "train_seconds": round(seconds, 1), "bleu": round(scores.bleu, 2),
             "chrf": round(scores.chrf, 2)}
 
@@ -131,7 +130,7 @@ def validation_point(run, data, max_len, step, seconds):
 def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds, log=print):
     """Train `run` for the run's steps or `max_seconds`, whichever comes first; every `eval_every`
     steps (and at the end) a validation point, also written to out/curve.jsonl."""
-    training, max_len = configs["training"], configs["data"].max_len
+    training = configs["training"]
     curve, seconds, tokens = [], 0.0, 0
     for step, batch in enumerate(batches(data, training, data_rng), start=1):
         start = time.perf_counter()
@@ -140,7 +139,7 @@ def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds,
         tokens += int(np.count_nonzero(batch.tgt_out != data.tokenizers[1].pad_id))
         last = step == training.steps or seconds >= max_seconds
         if step % eval_every == 0 or last:
-            curve.append({**validation_point(run, data, max_len, step, seconds),
+            curve.append({**validation_point(run, data, step, seconds),
                           "target_tokens_per_second": round(tokens / seconds)})
             log(json.dumps(curve[-1]))
             (out / "curve.jsonl").write_text("".join(json.dumps(point) + "\n" for point in curve), encoding="utf-8")

@@ -211,6 +211,16 @@ class TransformerConfig(JsonConfig):
         self.validate()
 
     @property
+    def position_limit(self):
+        """The longest sequence the model can read, [SOS] and [EOS] included, or None for any
+        length. Sinusoidal positions are defined for every t (eq. (1)) and T5's relative bias for
+        every distance, so they extend past max_len; a learned P has max_len rows, and Linformer's
+        E and F (eq. (17)) max_len columns, so those models read max_len positions at most."""
+        kinds = (self.attention, self.decoder_self_attention)
+        fixed = self.positional == "learned" or any("max_len" in ATTENTION_DEFAULTS[kind] for kind in kinds)
+        return self.max_len if fixed else None
+
+    @property
     def decoder_self_attention(self):
         """The kind of the decoder's masked self-attention: decoder_attention, or `attention`
         (always `attention` in a one-stack model, whose decoder_attention is None)."""

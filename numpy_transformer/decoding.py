@@ -73,13 +73,16 @@ def _check_length_penalty(alpha, longest):
                          f"{math.log(np.finfo(np.float64).max) / math.log(longest):.0f} (0.6 to 1 is usual)")
 
 
-def max_output_length(source_lengths, max_len, extra=EXTRA_OUTPUT_TOKENS):
+def max_output_length(source_lengths, max_len=None, extra=EXTRA_OUTPUT_TOKENS):
     """The default limit on the tokens produced (EOS included): the source length + `extra`
-    (50, as Vaswani et al. 2017, §6.1), capped by `max_len`, the positions of the model.
+    (50, as Vaswani et al. 2017, §6.1; fairseq's max_len_a = 1, max_len_b = 50), capped by
+    `max_len`, the positions of a model whose positions do not extend (None: no cap, see
+    `TransformerConfig.position_limit`).
 
     source_lengths: int or integer array (batch,) of real (non-padding) source tokens.
     """
-    return np.minimum(np.asarray(source_lengths) + extra, max_len)
+    lengths = np.asarray(source_lengths) + extra
+    return lengths if max_len is None else np.minimum(lengths, max_len)
 
 
 class Hypothesis(NamedTuple):
@@ -192,10 +195,12 @@ def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):
 
     src_ids: integer array (batch, n_src), padded with config.pad_id. max_len: the most tokens
     produced per sentence (EOS included); by default `max_output_length` of each sentence's
-    length, capped by config.max_len. Returns one list of token ids per sentence, without SOS
-    and EOS (and never the padding id, see `IncrementalDecoder.log_probs`). A finished sentence
-    is fed padding (its output no longer changes) until all are done. use_cache=False decodes
-    the whole prefix at every step (same tokens, slower).
+    length: its length + 50, capped by config.max_len only when the model's positions stop
+    there (`TransformerConfig.position_limit`, which bounds src_ids too). Returns one list of
+    token ids per sentence, without SOS and EOS (and never the padding id, see
+    `IncrementalDecoder.log_probs`). A finished sentence is fed padding (its output no longer
+    changes) until all are done. use_cache=False decodes the whole prefix at every step (same
+    tokens, slower).
     """
     src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
     _check_fits(model.config, src_ids, limits, beam_size=1)
@@ -416,11 +421,11 @@ def _check_fits(config, src_ids, limits, beam_size):
 def _checked_inputs(model, src_ids, sos_id, eos_id, max_len):
     """src_ids as an integer array and the output limit of each sentence (batch,), or a
     ValueError naming the argument."""
-    config = model.config
+    config, limit = model.config, model.config.position_limit
     src_ids = checked_token_ids("src_ids", src_ids, ndim=2)
-    if src_ids.shape[1] > config.max_len:
+    if limit is not None and src_ids.shape[1] > limit:
         raise ValueError(f"src_ids of shape {src_ids.shape} is longer than the model's "
-                         f"max_len={config.max_len}")
+                         f"max_len={limit}")
     lengths = (src_ids != config.pad_id).sum(axis=1)
     if (lengths == 0).any():
         raise ValueError(f"src_ids: sentence {int(np.argmin(lengths))} is empty (only padding, "
@@ -431,5 +436,5 @@ def _checked_inputs(model, src_ids, sos_id, eos_id, max_len):
         raise ValueError(f"eos_id must differ from the padding id (pad_id={config.pad_id}), which is never "
                          f"generated, got {eos_id}")
     if max_len is None:
-        return src_ids, max_output_length(lengths, config.max_len)
-    return src_ids, np.full(len(src_ids), checked_integer("max_len", max_len, 1, config.max_len))
+        return src_ids, max_output_length(lengths, limit)
+    return src_ids, np.full(len(src_ids), checked_integer("max_len", max_len, 1, limit))

@@ -303,13 +303,15 @@ class Transformer(Module):
 
     def _checked_ids(self, name, ids, vocab_size, start=0):
         """ids as an integer array (batch, n) with ids in [0, vocab_size) and positions
-        start … start + n − 1 below max_len, or a ValueError naming `name`."""
+        start … start + n − 1 that the model can read (below max_len when its positions do not
+        extend, see `TransformerConfig.position_limit`), or a ValueError naming `name`."""
         ids = checked_token_ids(name, ids, vocab_size, ndim=2)
         start = checked_integer("start", start, low=0)
-        if start + ids.shape[1] > self.config.max_len:
+        limit = self.config.position_limit
+        if limit is not None and start + ids.shape[1] > limit:
             last = start + ids.shape[1] - 1
             raise ValueError(f"{name} of shape {ids.shape} at positions {start}..{last} "
-                             f"is longer than max_len={self.config.max_len}")
+                             f"is longer than max_len={limit}")
         return ids
 
 

@@ -65,20 +65,24 @@ class PositionalEncoding(Module):
     """x + P[start : start + n], then dropout (thesis §1.2.1: X · Wᴱ + P[:n, :], dropout 0.1).
 
     x: (batch, n, d_model) → (batch, n, d_model). `kind`:
-      - "sinusoidal": P is the fixed table of eq. (1), a buffer (not trained, not saved);
+      - "sinusoidal": P is the fixed table of eq. (1), a buffer (not trained, not saved), of
+        max_len rows at first;
       - "learned": P is a parameter of shape (max_len, d_model), drawn from N(0, 1/2) so that
         its entries have the mean square of the sinusoidal table's (sin² + cos² = 1 per pair);
       - "relative": nothing is added (P = 0): the positions enter the attention scores instead,
         as T5's relative position bias (numpy_transformer.attention.relative).
     `start` is the position of x's first row: incremental decoding adds one position at a time.
-    A sequence that runs past max_len is a ValueError.
+    Eq. (1) holds for every t, so a sinusoidal table shorter than start + n is rebuilt longer
+    (at least twice as long, so that one step at a time rebuilds it rarely); its rows are the
+    same whatever its length. A learned P has max_len rows: a sequence that runs past them is a
+    ValueError.
     """
 
     def __init__(self, d_model, max_len, dropout, rng, kind="sinusoidal", base=10000.0, dtype=np.float32):
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"PositionalEncoding: kind must be one of {KINDS}, got {kind!r}")
-        self.d_model, self.max_len, self.kind = d_model, max_len, kind
+        self.d_model, self.max_len, self.kind, self.base = d_model, max_len, kind, base
         if kind == "sinusoidal":
             self.P = Tensor(sinusoidal_encoding(max_len, d_model, base, dtype))
         elif kind == "relative":
@@ -93,8 +97,11 @@ class PositionalEncoding(Module):
         if x.shape[-1] != self.d_model:
             raise ValueError(f"PositionalEncoding: expected inputs of last dimension d_model="
                              f"{self.d_model}, got shape {tuple(x.shape)}")
-        if start + n > self.max_len:
+        if self.kind == "sinusoidal" and start + n > len(self.P):
+            rows = max(start + n, 2 * len(self.P))
+            self.P = Tensor(sinusoidal_encoding(rows, self.d_model, self.base, self.P.dtype))
+        if self.kind == "learned" and start + n > self.max_len:
             raise ValueError(f"PositionalEncoding: positions {start}..{start + n - 1} (a sequence of "
-                             f"length {n}) exceed max_len={self.max_len}")
+                             f"length {n}) exceed max_len={self.max_len}, the rows of the learned table")
         x = x if self.P is None else x + self.P[start:start + n]
         return self.dropout(x if norm is None else norm(x))

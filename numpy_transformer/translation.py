@@ -4,8 +4,18 @@ beam search (`numpy_transformer.decoding`) → text.
     translate(model, src_tokenizer, tgt_tokenizer, ["the cat sleeps ."], beam_size=4)
     → ["il gatto dorme."]
 
-Sources are batched by length; each is read as [SOS] words [EOS], as in training.
+Sources are batched by length; each is read as [SOS] words [EOS], as in training. Every
+sentence gets a translation, in order:
+
+- a sentence longer than max_len: a model with sinusoidal positions (eq. (1) holds for every
+  position) or T5's relative bias reads it whole, and may write up to its length + 50 tokens
+  (`decoding.max_output_length`); a model whose positions stop at max_len (learned positions,
+  Linformer: `TransformerConfig.position_limit`) reads its first max_len − 2 tokens between
+  [SOS] and [EOS], as training's "truncate" policy cuts, with a warning naming the sentence;
+- a sentence without a token (empty, or nothing the tokenizer reads) gets "".
 """
+import warnings
+
 import numpy as np
 
 from numpy_transformer.masks import pad
@@ -13,11 +23,12 @@ from numpy_transformer.decoding import beam_search, greedy_decode
 
 
 def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=1.0, batch_size=64):
-    """Output token ids for each source (a list of id arrays, [SOS] … [EOS] included): greedy
-    decoding when beam_size is 1, beam search otherwise. Sources are batched by length, the
-    outputs returned in the order of `sources`."""
-    outputs = [None] * len(sources)
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    """Output token ids for each source (a list of id arrays, [SOS] … [EOS] included, or None
+    for a sentence with nothing to read, whose output is empty): greedy decoding when beam_size
+    is 1, beam search otherwise. Sources are batched by length, the outputs returned in the
+    order of `sources`."""
+    outputs = [[] for _ in sources]
+    order = sorted((i for i, source in enumerate(sources) if source is not None), key=lambda i: len(sources[i]))
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
         src_ids = pad([sources[i] for i in chunk], model.config.pad_id)
@@ -35,20 +46,43 @@ def with_specials(ids, tokenizer):
     return np.concatenate(([tokenizer.sos_id], np.asarray(ids, dtype=np.int64), [tokenizer.eos_id]))
 
 
-def translate(model, src_tokenizer, tgt_tokenizer, sentences, beam_size=1, length_penalty=1.0, batch_size=64):
-    """Written translations of `sentences` (strings). Words outside the source vocabulary are
-    read as [UNK]; a sentence longer than the model's max_len is a ValueError (see
-    `too_long`)."""
-    sources = [with_specials(src_tokenizer.encode(sentence), src_tokenizer) for sentence in sentences]
-    long = too_long(sources, model.config.max_len)
-    if long:
-        raise ValueError(f"sentence {long[0] + 1} has {len(sources[long[0]])} tokens with [SOS] and [EOS], "
-                         f"more than the model's maximum length {model.config.max_len}")
+def read_sources(model, tokenizer, sentences):
+    """(sources, cut): what the encoder reads of each sentence, and the sentences it reads cut.
+
+    sources[i]: [SOS] tokens [EOS] (`with_specials`), or None when the tokenizer finds no token
+    in sentence i. cut: {i: its number of tokens} for each sentence longer than the model's
+    positions hold (`TransformerConfig.position_limit`, None for sinusoidal and relative
+    positions: nothing is cut); such a sentence keeps its first position_limit − 2 tokens."""
+    limit = model.config.position_limit
+    sources, cut = [], {}
+    for i, sentence in enumerate(sentences):
+        ids = tokenizer.encode(sentence)
+        if limit is not None and len(ids) + 2 > limit:
+            cut[i], ids = len(ids), ids[:limit - 2]
+        sources.append(with_specials(ids, tokenizer) if ids else None)
+    return sources, cut
+
+
+def cut_note(what, number, n_tokens, limit):
+    """`line 604 has 93 tokens; the model reads the first 62 …`: what `read_sources` did to a
+    sentence longer than the model's `limit` positions."""
+    return (f"{what} {number} has {n_tokens} tokens; the model reads the first {limit - 2} (its {limit} positions "
+            f"hold [SOS] and [EOS] too): split it to translate the rest")
+
+
+def written_translations(model, tgt_tokenizer, sources, beam_size=1, length_penalty=1.0, batch_size=64):
+    """The written translation of each source of `read_sources` ("" for None)."""
     outputs = decode_ids(model, sources, tgt_tokenizer.sos_id, tgt_tokenizer.eos_id, beam_size, length_penalty,
                          batch_size)
     return [tgt_tokenizer.detokenize(tokens) for tokens in outputs]
 
 
-def too_long(sources, max_len):
-    """Indices of the sources (id arrays with [SOS]/[EOS]) longer than `max_len`."""
-    return [i for i, source in enumerate(sources) if len(source) > max_len]
+def translate(model, src_tokenizer, tgt_tokenizer, sentences, beam_size=1, length_penalty=1.0, batch_size=64):
+    """Written translations of `sentences` (strings), one per sentence, in order. Words outside
+    the source vocabulary are read as [UNK]; a sentence without a token gets ""; a sentence
+    longer than a model with learned positions can read is cut (see the module docstring) with
+    a UserWarning naming it, as `numpy-transformer translate` prints a note."""
+    sources, cut = read_sources(model, src_tokenizer, sentences)
+    for i, n_tokens in cut.items():
+        warnings.warn(cut_note("sentence", i + 1, n_tokens, model.config.position_limit), stacklevel=2)
+    return written_translations(model, tgt_tokenizer, sources, beam_size, length_penalty, batch_size)

@@ -77,11 +77,11 @@ def test_translate_notes_the_words_it_has_never_seen(trained):
     assert "'xylophone'" in note and "'the'" not in note
 
 
-def test_translate_refuses_a_sentence_longer_than_the_model(trained):
-    directory, _ = trained
+def test_translate_translates_a_sentence_longer_than_the_model_was_trained_on(trained):
+    directory, _ = trained               # sinusoidal positions: the 42 tokens are read whole, past max_len 32
     status, out, err = run_main(["translate", "--checkpoint", directory, "the man eats .", "the man " * 20])
-    assert_clear_error(status, err, r"sentence 2 is longer than this model's maximum length of 32 tokens")
-    assert out == ""
+    assert status == 0 and len(out.splitlines()) == 2 and out.splitlines()[1], err
+    assert "the model reads the first" not in err
 
 
 def test_translate_with_nothing_to_translate_says_so(trained, monkeypatch):

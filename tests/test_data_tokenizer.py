@@ -1,6 +1,7 @@
 """Word-level tokenizers (WordLevel + Whitespace, min_frequency 2, [UNK] [PAD] [SOS] [EOS]) and the
 detokenizer that turns `l ' uomo .` back into `l'uomo.` before scoring."""
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -261,15 +262,17 @@ def test_scores_are_computed_on_detokenized_text(monkeypatch, kind):
     """A decoder that returns the reference's own token ids scores BLEU 100: the hypotheses are
     the written references again, with no `##`, `▁` or spaces before punctuation."""
     import numpy_transformer.training.evaluation as evaluation
+    import numpy_transformer.translation as translation
     from numpy_transformer.data import encode_pairs
 
     splits = german_english_splits()
     source, target = train_tokenizers(splits, min_frequency=1, kind=kind, vocab_size=400)
     test = splits.train[:5]
     references = encode_pairs(test, source, target, max_len=64).tgt
-    monkeypatch.setattr(evaluation, "decode_ids", lambda model, sources, *rest: references)
+    monkeypatch.setattr(translation, "decode_ids", lambda model, sources, *rest: references)
     monkeypatch.setattr(evaluation, "mean_cross_entropy", lambda *arguments: 1.0)
-    result = evaluation.evaluate_pairs(None, source, target, test, max_len=64, beam_size=1)
+    stand_in = SimpleNamespace(config=SimpleNamespace(position_limit=64))       # decoding and scoring replaced
+    result = evaluation.evaluate_pairs(stand_in, source, target, test, beam_size=1)
     assert [[hypothesis] for hypothesis in result.greedy] == [[pair.tgt] for pair in test] == result.references
     assert result.greedy_scores.bleu == pytest.approx(100.0)
 

@@ -68,7 +68,7 @@ class TableModel:
         self.table = {tuple(self.TOKENS[word] for word in prefix.split()): {
             EOS if word == "EOS" else self.TOKENS[word]: p for word, p in row.items()}
             for prefix, row in table.items()}
-        self.config = SimpleNamespace(pad_id=PAD, max_len=max_len, tgt_vocab_size=vocab_size)
+        self.config = SimpleNamespace(pad_id=PAD, max_len=max_len, position_limit=max_len, tgt_vocab_size=vocab_size)
         self.training, self.calls = False, 0
 
     def train(self, mode=True):
@@ -127,6 +127,7 @@ def test_the_length_normalizer_is_the_length_to_the_alpha():
 
 def test_the_default_output_length_is_the_source_length_plus_50_capped_by_max_len():
     np.testing.assert_array_equal(max_output_length([3, 40, 100], max_len=64), [53, 64, 64])
+    np.testing.assert_array_equal(max_output_length([3, 40, 100]), [53, 90, 150])     # positions that extend
 
 
 # --- the key/value cache gives the tokens and the logits of recomputing the prefix ----------
@@ -222,8 +223,9 @@ def test_a_beam_of_one_with_a_length_penalty_is_greedy_decoding_or_scores_higher
     differ = 0
     for seed in range(20, 30):
         model, src = random_model(seed), sources(seed)
-        beams = beam_search_n_best(model, src, SOS, EOS, beam_size=1, length_penalty=0.6)
-        for y, n_best, score in zip(greedy_decode(model, src, SOS, EOS), beams, greedy_scores(model, src, 0.6)):
+        beams = beam_search_n_best(model, src, SOS, EOS, beam_size=1, length_penalty=0.6, max_len=10)
+        for y, n_best, score in zip(greedy_decode(model, src, SOS, EOS, max_len=10), beams,
+                                    greedy_scores(model, src, 0.6, max_len=10)):
             assert n_best[0].tokens == y or n_best[0].score > score
             differ += n_best[0].tokens != y
     assert 1 <= differ <= 6
@@ -231,7 +233,7 @@ def test_a_beam_of_one_with_a_length_penalty_is_greedy_decoding_or_scores_higher
 
 def greedy_scores(model, src, alpha, max_len=None):
     """log P / lp of the greedy outputs, EOS counted where the output ended with it."""
-    limits = max_output_length((src != PAD).sum(axis=1), model.config.max_len) if max_len is None else \
+    limits = max_output_length((src != PAD).sum(axis=1), model.config.position_limit) if max_len is None else \
         np.full(len(src), max_len)
     outputs = greedy_decode(model, src, SOS, EOS, max_len=max_len)
     targets = [y + [EOS] if len(y) < limit else y for y, limit in zip(outputs, limits)]
@@ -243,7 +245,8 @@ def test_on_random_models_beam_search_finds_more_probable_sentences_than_greedy_
     (log P / lp, α = 1) is at least greedy's on almost all sentences (about 1 in 200 loses: not
     a theorem, see the counter-example below), strictly higher on many, higher on average."""
     gains = np.concatenate([
-        [n_best[0].score for n_best in beam_search_n_best(model, src, SOS, EOS)] - greedy_scores(model, src, 1.0)
+        [n_best[0].score for n_best in beam_search_n_best(model, src, SOS, EOS, max_len=10)]
+        - greedy_scores(model, src, 1.0, max_len=10)
         for model, src in ((random_model(seed), sources(seed)) for seed in range(8))])
     assert np.mean(gains >= -1e-12) >= 0.95 and np.mean(gains > 1e-9) >= 0.3 and gains.mean() > 0.05, gains
 
@@ -378,7 +381,7 @@ def test_unlikely_early_endings_do_not_stop_the_search_for_the_sentence_the_mode
 @pytest.mark.parametrize("seed", [0, 5, 18])   # seeds where some sentences end before the limit
 def test_greedy_outputs_are_the_argmax_at_every_step_and_stop_before_the_first_eos(seed):
     model, src = random_model(seed), sources(seed)
-    limits = max_output_length((src != PAD).sum(axis=1), model.config.max_len)
+    limits = max_output_length((src != PAD).sum(axis=1), model.config.position_limit)
     outputs = greedy_decode(model, src, SOS, EOS)
     assert any(len(y) < limit for y, limit in zip(outputs, limits))
     for i, (y, limit) in enumerate(zip(outputs, limits)):
@@ -393,7 +396,9 @@ def test_greedy_outputs_are_the_argmax_at_every_step_and_stop_before_the_first_e
 def test_no_output_is_longer_than_max_len(decoder):
     model = WithoutEos(random_model(seed=1))
     assert [len(y) for y in decoder(model, SRC, SOS, EOS, max_len=3)] == [3, 3, 3]
-    assert [len(y) for y in decoder(model, SRC, SOS, EOS)] == [10, 10, 10]
+    assert [len(y) for y in decoder(model, SRC, SOS, EOS)] == [55, 53, 51]       # the source length + 50
+    learned = WithoutEos(random_model(seed=1, positional="learned"))
+    assert [len(y) for y in decoder(learned, SRC, SOS, EOS)] == [10, 10, 10]     # capped by the learned P
 
 
 def test_finished_hypotheses_end_with_eos_and_cut_ones_at_the_limit():
@@ -442,8 +447,8 @@ def test_decoding_uses_eval_mode_and_restores_the_training_mode():
     (np.full((1, 11), 3), {}, r"src_ids of shape \(1, 11\) is longer than the model's max_len=10"),
 ])
 def test_bad_arguments_are_value_errors_naming_them(src, options, message):
-    with pytest.raises(ValueError, match=message):
-        beam_search_n_best(random_model(), src, SOS, EOS, **options)
+    with pytest.raises(ValueError, match=message):        # learned positions: max_len is the model's limit
+        beam_search_n_best(random_model(positional="learned"), src, SOS, EOS, **options)
 
 
 @pytest.mark.parametrize("sos_id, eos_id, message", [

@@ -11,7 +11,8 @@ import numpy_transformer.training.evaluation as evaluation
 from numpy_transformer.data import Pair, WordTokenizer, encode_pairs
 from numpy_transformer.data.batching import make_batch
 from numpy_transformer.training.evaluation import corpus_scores, evaluate_pairs, mean_cross_entropy, perplexity
-from numpy_transformer.translation import too_long, translate, with_specials
+import numpy_transformer.translation as translation
+from numpy_transformer.translation import translate
 from numpy_transformer.model import Transformer
 from numpy_transformer.training.settings import model_config
 
@@ -44,9 +45,9 @@ def tokenizers():
     return src, tgt
 
 
-def tiny_model(src, tgt, max_len=16, seed=0):
-    config = model_config(dict(d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1),
-                          (src.vocab_size, tgt.vocab_size), src.pad_id, max_len)
+def tiny_model(src, tgt, max_len=16, seed=0, positional="sinusoidal"):
+    config = model_config(dict(d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
+                               positional=positional), (src.vocab_size, tgt.vocab_size), src.pad_id, max_len)
     return Transformer(config, np.random.default_rng(seed))
 
 
@@ -59,8 +60,8 @@ def test_hypotheses_and_references_are_scored_as_written_text(monkeypatch):
     def oracle(model, sources, sos_id, eos_id, beam_size=1, length_penalty=0.6, batch_size=64):
         return [by_source[tuple(source[1:-1])] for source in sources]
 
-    monkeypatch.setattr(evaluation, "decode_ids", oracle)
-    result = evaluate_pairs(tiny_model(src, tgt), src, tgt, PAIRS, max_len=16)
+    monkeypatch.setattr(translation, "decode_ids", oracle)
+    result = evaluate_pairs(tiny_model(src, tgt), src, tgt, PAIRS)
     assert result.references[0] == ["l'uomo mangia la mela."] and result.sources[0] == "the man eats the apple."
     assert [[hypothesis] for hypothesis in result.greedy] == [[hypothesis] for hypothesis in result.beam] == \
         result.references
@@ -88,8 +89,8 @@ def test_a_repeated_source_is_translated_once_and_scored_against_all_its_transla
         decoded.append(len(sources))
         return [second[tuple(source[1:-1])] for source in sources]
 
-    monkeypatch.setattr(evaluation, "decode_ids", oracle)
-    result = evaluate_pairs(tiny_model(src, tgt), src, tgt, pairs, max_len=16, beam_size=1)
+    monkeypatch.setattr(translation, "decode_ids", oracle)
+    result = evaluate_pairs(tiny_model(src, tgt), src, tgt, pairs, beam_size=1)
     assert decoded == [len(PAIRS)] and result.n_pairs == len(pairs)
     assert result.references[0] == ["l'uomo mangia la mela.", "oggi l'uomo mangia la mela."]
     assert result.greedy[0] == "oggi l'uomo mangia la mela."
@@ -101,18 +102,20 @@ def test_a_repeated_source_is_translated_once_and_scored_against_all_its_transla
 def test_greedy_and_beam_search_are_both_run_and_beam_1_is_greedy_only():
     src, tgt = tokenizers()
     model = tiny_model(src, tgt)
-    both = evaluate_pairs(model, src, tgt, PAIRS, max_len=16, beam_size=3)
+    both = evaluate_pairs(model, src, tgt, PAIRS, beam_size=3)
     assert len(both.greedy) == len(both.beam) == 4 and both.beam_size == 3
-    greedy = evaluate_pairs(model, src, tgt, PAIRS, max_len=16, beam_size=1)
+    greedy = evaluate_pairs(model, src, tgt, PAIRS, beam_size=1)
     assert greedy.beam is None and greedy.beam_scores is None and greedy.best is greedy.greedy_scores
     assert greedy.greedy == both.greedy
 
 
-def test_pairs_longer_than_the_maximum_length_are_left_out_and_counted():
-    src, tgt = tokenizers()
-    result = evaluate_pairs(tiny_model(src, tgt, max_len=8), src, tgt, PAIRS, max_len=8, beam_size=1)
-    assert result.n_skipped == 1 and len(result.sources) == 3    # the sofa pair: 7 words + [SOS] [EOS] > 8
-    assert "the cat sleeps on the sofa." not in result.sources
+def test_pairs_longer_than_the_maximum_length_are_scored_and_left_out_of_a_learned_models_perplexity_only():
+    src, tgt = tokenizers()          # the sofa pair: 7 words + [SOS] [EOS] > 8
+    for positional, n_perplexity_pairs, n_cut in (("sinusoidal", 4, 0), ("learned", 3, 1)):
+        result = evaluate_pairs(tiny_model(src, tgt, 8, positional=positional), src, tgt, PAIRS, beam_size=1)
+        assert result.n_pairs == 4 and len(result.sources) == len(result.greedy) == 4
+        assert "the cat sleeps on the sofa." in result.sources
+        assert (result.n_perplexity_pairs, result.n_cut) == (n_perplexity_pairs, n_cut)
 
 
 def test_mean_cross_entropy_is_the_mean_negative_log_probability_of_the_non_padding_labels():
@@ -139,13 +142,10 @@ def test_a_model_that_guesses_uniformly_has_the_vocabulary_size_as_perplexity():
     assert perplexity(cross_entropy) == pytest.approx(tgt.vocab_size, rel=1e-5)
 
 
-def test_translate_returns_written_text_and_refuses_sentences_longer_than_the_model():
+def test_translate_returns_written_text_for_every_sentence_longer_ones_included():
     src, tgt = tokenizers()
     model = tiny_model(src, tgt, max_len=8)
-    outputs = translate(model, src, tgt, ["the man eats the apple .", "the cat sleeps ."], beam_size=2)
-    assert len(outputs) == 2 and all(isinstance(text, str) for text in outputs)
+    outputs = translate(model, src, tgt, ["the man eats the apple .", "the cat sleeps .",
+                                          "the man eats the apple on the sofa"], beam_size=2)
+    assert len(outputs) == 3 and all(isinstance(text, str) for text in outputs)
     assert all(" ." not in text and "' " not in text for text in outputs)
-    with pytest.raises(ValueError, match=r"sentence 2 has 10 tokens .* maximum length 8"):
-        translate(model, src, tgt, ["the man eats .", "the man eats the apple on the sofa"])
-    sources = [with_specials(src.encode(text), src) for text in ("the cat", "the cat sleeps on the sofa today")]
-    assert too_long(sources, 8) == [1]

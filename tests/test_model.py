@@ -290,7 +290,7 @@ def test_the_loss_falls_on_a_reversal_task():
 ])
 def test_bad_token_ids_are_value_errors_naming_the_argument(src, tgt, message):
     with pytest.raises(ValueError, match=message):
-        model()(src, tgt)
+        model(positional="learned")(src, tgt)      # learned positions stop at max_len, sinusoidal ones do not
 
 
 def test_decode_names_a_memory_that_does_not_fit_the_target():
@@ -300,8 +300,8 @@ def test_decode_names_a_memory_that_does_not_fit_the_target():
         transformer.decode(tensor(1, 5, 8), None, TGT, None)
 
 
-def test_a_cached_step_past_max_len_names_the_positions():
-    transformer = model()
+def test_a_cached_step_past_a_learned_max_len_names_the_positions():
+    transformer = model(positional="learned")
     with pytest.raises(ValueError, match=r"tgt_ids of shape \(2, 1\) at positions 16..16 is longer than "
                                          r"max_len=16"):
         transformer.decode(tensor(2, 5, 8), None, TGT[:, :1], None, {}, start=16)

@@ -106,8 +106,8 @@ def test_dropout_acts_in_training_and_not_in_evaluation():
     np.testing.assert_array_equal(encoding.eval()(x).data, x.data + sinusoidal_encoding(50, 16))
 
 
-def test_a_sequence_longer_than_max_len_names_both_lengths():
-    encoding = PositionalEncoding(8, 10, 0.0, rng())
+def test_a_sequence_longer_than_a_learned_max_len_names_both_lengths():
+    encoding = PositionalEncoding(8, 10, 0.0, rng(), kind="learned")
     with pytest.raises(ValueError, match=r"length 12\) exceed max_len=10"):
         encoding(Tensor(np.zeros((1, 12, 8), np.float32)))
 

@@ -100,7 +100,8 @@ def token_strings(tokenizer, ids):
 
 def sentence_ids(model, src_tokenizer, tgt_tokenizer, source, target=None):
     """(src_ids, tgt_ids): [SOS] x [EOS] and [SOS] y, y the target's ids or, without one, the
-    model's greedy translation of the source."""
+    model's greedy translation of the source. Both stay within max_len, which the attention maps
+    cover, whether or not the model's positions extend past it."""
     src_ids = np.array([src_tokenizer.sos_id, *src_tokenizer.encode(source), src_tokenizer.eos_id])
     if len(src_ids) > model.config.max_len:
         raise ValueError(f"the source has {len(src_ids)} tokens with [SOS] and [EOS], more than the model's "
@@ -108,7 +109,8 @@ def sentence_ids(model, src_tokenizer, tgt_tokenizer, source, target=None):
     if target is None:
         check_full_attention(model)
         with inference_mode(model):
-            output = greedy_decode(model, src_ids[None], tgt_tokenizer.sos_id, tgt_tokenizer.eos_id)[0]
+            output = greedy_decode(model, src_ids[None], tgt_tokenizer.sos_id, tgt_tokenizer.eos_id,
+                                   max_len=model.config.max_len)[0]
     else:
         output = tgt_tokenizer.encode(target)
         if len(output) + 1 > model.config.max_len:

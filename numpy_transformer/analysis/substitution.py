@@ -58,12 +58,13 @@ class SubstitutionResult:
 
 
 def greedy_bleu(model, encoded, pairs, src_tokenizer, tgt_tokenizer):
-    """Corpus BLEU of greedy translations, one sentence at a time, no key/value cache."""
+    """Corpus BLEU of greedy translations, one sentence at a time, no key/value cache, each at
+    most max_len tokens (the attention matrices this study projects stay within max_len)."""
     hypotheses = []
     with inference_mode(model):
         for x in encoded.src:
             ids = greedy_decode(model, with_specials(x, src_tokenizer)[None], tgt_tokenizer.sos_id,
-                                tgt_tokenizer.eos_id, use_cache=False)[0]
+                                tgt_tokenizer.eos_id, max_len=model.config.max_len, use_cache=False)[0]
             hypotheses.append(tgt_tokenizer.detokenize(ids))
     references = [detokenize(pairs[i].tgt, tgt_tokenizer.language) for i in encoded.pair_index]
     return corpus_scores(hypotheses, references).bleu

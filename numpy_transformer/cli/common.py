@@ -156,7 +156,13 @@ def utf8_lines(texts, what):
 
 
 def standard_input_lines():
-    """The lines of standard input, read as UTF-8 (a ValueError naming the line otherwise)."""
+    """The lines of standard input, read as UTF-8 (a ValueError naming the line otherwise), as a
+    file has them: split at line feeds only (a carriage return before one dropped), so that a
+    command can answer each line with one line (str.splitlines would also split at form feeds,
+    U+001C to U+001E, U+0085 and U+2028 inside a line)."""
     binary = getattr(sys.stdin, "buffer", None)          # None: a text stream put in its place
     text = binary.read().decode("utf-8", "surrogateescape") if binary is not None else sys.stdin.read()
-    return utf8_lines(text.splitlines(), "line")
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return utf8_lines([line.removesuffix("\r") for line in lines], "line")

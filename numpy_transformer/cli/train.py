@@ -307,7 +307,8 @@ def translation_scores(evaluation, args):
         "bleu_signature": best.bleu_signature, "chrf_signature": best.chrf_signature,
         "perplexity": evaluation.perplexity, "test_cross_entropy": evaluation.cross_entropy,
         "test_pairs": evaluation.n_pairs, "test_sources": len(evaluation.sources),
-        "bleu_references": sum(map(len, evaluation.references))}
+        "bleu_references": sum(map(len, evaluation.references)), "test_sources_cut": evaluation.n_cut,
+        "perplexity_pairs": evaluation.n_perplexity_pairs}
 
 
 def language_model_scores(evaluation):

@@ -17,8 +17,9 @@ The measures:
 
 What is evaluated:
 
-- a translation model (`evaluate_pairs`): its translations of a split, greedy and with beam
-  search (`numpy_transformer.translation`) side by side, BLEU and chrF of both, perplexity;
+- a translation model (`evaluate_pairs`): its translations of every pair of a split (sentences
+  longer than max_len included), greedy and with beam search (`numpy_transformer.translation`)
+  side by side, BLEU and chrF of both, perplexity;
 - a language model (`evaluate_texts`): perplexity, accuracy, and a few samples (causal: the
   first third of a text's words continued greedily; masked: the middle word of a text replaced by
   [MASK], and the three best candidates);
@@ -43,7 +44,7 @@ from numpy_transformer.decoding import checked_scores, inference_mode, scoring_m
 from numpy_transformer.training.checkpoint import load_checkpoint
 from numpy_transformer.training.loss import TRANSLATION, make_objective
 from numpy_transformer.training.prepare import prepare_data
-from numpy_transformer.translation import decode_ids, with_specials
+from numpy_transformer.translation import read_sources, written_translations
 
 
 # Cross-entropy and perplexity.
@@ -129,9 +130,11 @@ def group_by_source(pairs):
 class Evaluation:
     """A held-out split translated both ways and scored, one hypothesis per distinct source.
     sources: written text; references: the written translations of each source (a list each);
-    greedy / beam: the hypotheses (beam None when beam_size is 1); n_pairs: the pairs scored
-    (every reference counts in the perplexity); n_skipped: pairs left out by the maximum-length
-    policy."""
+    greedy / beam: the hypotheses (beam None when beam_size is 1); n_pairs: the pairs scored,
+    all of them; n_cut: sources the model read cut (learned positions, see
+    `translation.read_sources`); cross_entropy: over the references of the n_perplexity_pairs
+    pairs the model's positions hold (all of them where its positions extend), None when none
+    does; position_limit: the model's (None: any length)."""
     sources: list
     references: list
     greedy: list
@@ -140,12 +143,14 @@ class Evaluation:
     beam_scores: Scores
     cross_entropy: float
     beam_size: int
-    n_skipped: int
     n_pairs: int
+    n_perplexity_pairs: int
+    n_cut: int
+    position_limit: int
 
     @property
     def perplexity(self):
-        return perplexity(self.cross_entropy)
+        return None if self.cross_entropy is None else perplexity(self.cross_entropy)
 
     @property
     def best(self):
@@ -157,32 +162,30 @@ class Evaluation:
         return max(len(found) for found in self.references)
 
 
-def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, max_len, length_policy="drop", beam_size=4,
-                   length_penalty=1.0, batch_size=64):
+def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, beam_size=4, length_penalty=1.0, batch_size=64):
     """Translate each distinct source of the pairs (`Pair`s) greedily and with beam search, score
-    both against all the source's translations, and give the perplexity of every reference.
-    Pairs are encoded as in training (`encode_pairs` with the same maximum length and policy),
-    so a pair the policy drops is left out and counted."""
-    encoded = encode_pairs(pairs, src_tokenizer, tgt_tokenizer, max_len, length_policy)
-    if len(encoded) == 0:
-        raise ValueError(f"no pair to evaluate: all {len(pairs)} are longer than the maximum length {max_len}")
-    first = {}
-    for row, index in enumerate(encoded.pair_index):
-        first.setdefault(pairs[index].src, row)
-    groups = group_by_source([pairs[i] for i in encoded.pair_index])
-    sources = [with_specials(encoded.src[first[source]], src_tokenizer) for source, _ in groups]
+    both against all the source's translations, and give the perplexity of the references.
+
+    Every pair counts in BLEU and chrF, whatever its length: each source is read as `translate`
+    reads it (whole where the model's positions extend past max_len; its first max_len − 2
+    tokens with learned positions), and every reference is scored. The perplexity counts every
+    pair whose source and target the model's positions hold (`TransformerConfig.position_limit`,
+    encoded as in training): all of them for sinusoidal or relative positions; with learned
+    positions, the longer pairs are left out of the perplexity only."""
+    if not pairs:
+        raise ValueError("no pair to evaluate: the split is empty")
+    groups = group_by_source(pairs)
+    sources, cut = read_sources(model, src_tokenizer, [source for source, _ in groups])
     references = [[detokenize(pair.tgt, tgt_tokenizer.language) for pair in found] for _, found in groups]
-
-    def hypotheses(beam):
-        ids = decode_ids(model, sources, tgt_tokenizer.sos_id, tgt_tokenizer.eos_id, beam, length_penalty, batch_size)
-        return [tgt_tokenizer.detokenize(tokens) for tokens in ids]
-
-    greedy = hypotheses(1)
-    beam = hypotheses(beam_size) if beam_size > 1 else None
+    greedy = written_translations(model, tgt_tokenizer, sources, 1, length_penalty, batch_size)
+    beam = written_translations(model, tgt_tokenizer, sources, beam_size, length_penalty, batch_size) \
+        if beam_size > 1 else None
+    limit = model.config.position_limit
+    held = encode_pairs(pairs, src_tokenizer, tgt_tokenizer, limit)
+    cross_entropy = mean_cross_entropy(model, held, batch_size) if len(held) else None
     return Evaluation([detokenize(source, src_tokenizer.language) for source, _ in groups], references, greedy, beam,
-                      corpus_scores(greedy, references), beam and corpus_scores(beam, references),
-                      mean_cross_entropy(model, encoded, batch_size), beam_size, len(pairs) - len(encoded),
-                      len(encoded))
+                      corpus_scores(greedy, references), beam and corpus_scores(beam, references), cross_entropy,
+                      beam_size, len(pairs), len(held), len(cut), limit)
 
 
 # Language models: perplexity, accuracy, samples.
@@ -285,8 +288,7 @@ def evaluate_split(model, data, data_config, objective, split="test", beam_size=
     if not items:
         raise ValueError(f"{data.splits.source}: the split to evaluate is empty (the corpus is too small)")
     if data_config.task == "translation":
-        evaluation = evaluate_pairs(model, data.src_tokenizer, data.tgt_tokenizer, items, data_config.max_len,
-                                    data_config.length_policy, beam_size, length_penalty)
+        evaluation = evaluate_pairs(model, data.src_tokenizer, data.tgt_tokenizer, items, beam_size, length_penalty)
     else:
         evaluation = evaluate_texts(model, data.tokenizers[0], items, objective, data_config.max_len,
                                     data_config.length_policy, samples=samples)
@@ -340,11 +342,25 @@ def print_translation_scores(evaluation, split, samples):
         if evaluation.beam:
             lines.append((f"beam {evaluation.beam_size}", evaluation.beam[i]))
         print("\n".join(f"  {name:<10} {text}" for name, text in lines) + "\n")
-    skipped = f" ({evaluation.n_skipped} longer than the maximum length left out)" if evaluation.n_skipped else ""
-    print(f"{split.capitalize()} split: {evaluation.n_pairs:,} pairs{skipped}, {reference_counts(evaluation)}.")
+    print(f"{split.capitalize()} split: {evaluation.n_pairs:,} pairs, {reference_counts(evaluation)}.")
+    if evaluation.n_cut:
+        limit = evaluation.position_limit
+        print(f"  sources read cut to the model's {limit} positions (their first {limit - 2} tokens): "
+              f"{evaluation.n_cut:,}; their references all count")
     print(f"  {'':<8} {'BLEU':>6} {'chrF':>6}")
     for name, scores in rows:
         print(f"  {name:<8} {scores.bleu:>6.2f} {scores.chrf:>6.2f}")
     print(f"  BLEU signature: {evaluation.greedy_scores.bleu_signature}")
     print(f"  chrF signature: {evaluation.greedy_scores.chrf_signature}")
-    print(f"  perplexity {evaluation.perplexity:.3f} (cross-entropy {evaluation.cross_entropy:.4f} nats per token)")
+    print(f"  {perplexity_line(evaluation)}")
+
+
+def perplexity_line(evaluation):
+    """`perplexity 7.123 (cross-entropy 1.9633 nats per token)`, and which pairs it leaves out."""
+    left_out = evaluation.n_pairs - evaluation.n_perplexity_pairs
+    beyond = f"longer than the model's {evaluation.position_limit} positions"
+    if evaluation.cross_entropy is None:
+        return f"perplexity: none, every pair is {beyond}"
+    line = f"perplexity {evaluation.perplexity:.3f} (cross-entropy {evaluation.cross_entropy:.4f} nats per token)"
+    return f"{line} over {evaluation.n_perplexity_pairs:,} pairs; left out, {beyond}: {left_out:,}" if left_out \
+        else line
