@@ -32,6 +32,7 @@ docs/chapter3.md):
 """
 import argparse
 import contextlib
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -92,8 +93,10 @@ def run_settings(args, n_heads):
 
 
 def same_settings(checkpoint, model_fields, training_config, data_config):
-    """Whether a saved run was trained with these settings."""
-    return (checkpoint.training_config == training_config and checkpoint.data_config == data_config
+    """Whether a saved run was trained with these settings (the data's fingerprint, which the run
+    added, aside: `prepare_data` checks it against the corpus when the run is reused)."""
+    trained_on = dataclasses.replace(checkpoint.data_config, fingerprint=data_config.fingerprint)
+    return (checkpoint.training_config == training_config and trained_on == data_config
             and all(getattr(checkpoint.model_config, name) == value for name, value in model_fields.items()))
 
 
