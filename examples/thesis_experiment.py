@@ -50,7 +50,8 @@ from numpy_transformer.analysis.alignment import alignment_markdown, cross_atten
 from numpy_transformer.analysis.attribution import attention_gradient_attribution
 from numpy_transformer.analysis.capture import capture_sentence, sentence_ids
 from numpy_transformer.analysis.heatmaps import draw_attention_grid, draw_attention_head, draw_capture
-from numpy_transformer.analysis.roles import classify_capture, count_roles, role_counts_markdown, roles_table
+from numpy_transformer.analysis.roles import (classify_capture, count_roles, role_counts_markdown,
+                                              role_shares_markdown, roles_table)
 from numpy_transformer.analysis.spectra import draw_spectra
 from numpy_transformer.analysis.structured import (THESIS_SETTINGS, mean_validation, mean_validation_markdown,
                                                    validation_markdown, validation_table)
@@ -191,7 +192,10 @@ def analyse(args, n_heads, figures):
     captures = [capture_sentence(model, src_tokenizer, tgt_tokenizer, p.src, p.tgt) for p in sentences]
     print(f"\nRoles over {len(captures)} held-out sentences (validation split, {args.min_tokens} tokens or more, "
           f"first reference as the target), each head classified sentence by sentence:\n")
-    print(role_counts_markdown(count_roles(captures)))
+    counts = count_roles(captures)
+    print(role_counts_markdown(counts))
+    print("\nThe same, per attention layer (share of heads × sentences):\n")
+    print(role_shares_markdown(counts))
     test = splits.test
     if pair.alignment is None:
         print("\nNo word alignments in this corpus: the alignment error rate of the cross-attention, which needs "

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from numpy_transformer.analysis.capture import AttentionCapture
-from numpy_transformer.analysis.roles import ROLES, count_roles, role_counts_markdown
+from numpy_transformer.analysis.roles import ROLES, count_roles, role_counts_markdown, role_shares_markdown
 from numpy_transformer.analysis.structured import THESIS_SETTINGS, mean_validation, validation_table
 from numpy_transformer.data import load_dataset_splits
 from numpy_transformer.training.checkpoint import load_checkpoint
@@ -62,6 +62,11 @@ def test_the_roles_are_counted_over_the_held_out_sentences_for_both_models(real_
         assert sum(counts) == SENTENCES
         role = row[2].split(" (")[0]
         assert role in ROLES and counts[ROLES.index(role)] == max(counts)
+    layers = markdown_rows(printed, "| attention | heads | positional |")
+    assert [(row[0], row[1]) for row in layers] == [(name, heads) for heads in ("1", "8") for name in
+                                                    ("encoder.0.self_attn", "decoder.0.self_attn", "decoder.0.cross_attn")]
+    for row in layers:
+        assert sum(int(share.rstrip("%")) for share in row[2:2 + len(ROLES)]) in (99, 100, 101)
 
 
 def test_the_alignment_error_rate_is_skipped_with_a_note(real_run):
@@ -139,6 +144,8 @@ def test_count_roles_counts_each_heads_role_and_its_most_attended_key():
     assert second.mean_top_column_mass == pytest.approx((1 + 1 + 1 / n) / 3)
     table = role_counts_markdown([first, second])
     assert "| encoder.0.self_attn | 1 | rare-token (67%) | 1 | 0 | 2 | 0 | `[EOS]` (2/3) |" in table
+    shares = role_shares_markdown([first, second])
+    assert "| encoder.0.self_attn | 2 | 50% | 0% | 33% | 17% | 1 positional, 1 rare-token |" in shares
 
 
 def test_mean_validation_averages_each_head_and_setting_over_the_sentences():

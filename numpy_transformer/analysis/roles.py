@@ -158,3 +158,18 @@ def role_counts_markdown(counts):
                      f" | `{row.top_token}` ({row.top_token_sentences}/{row.n_sentences}) | "
                      f"{row.mean_top_column_mass:.2f} | {row.mean_band_mass:.2f} | {row.mean_entropy:.2f} |")
     return "\n".join(lines)
+
+
+def role_shares_markdown(counts):
+    """The `RoleCount`s summed per attention layer, as a Markdown table: the share of each role
+    over its heads × sentences, and how many heads have each role as their most frequent."""
+    lines = ["| attention | heads | " + " | ".join(ROLES) + " | heads by their most frequent role |",
+             "|---|---:|" + "---:|" * len(ROLES) + "---|"]
+    for name in dict.fromkeys(row.name for row in counts):
+        rows = [row for row in counts if row.name == name]
+        total = sum(row.n_sentences for row in rows)
+        shares = " | ".join(f"{sum(row.counts[role] for row in rows) / total:.0%}" for role in ROLES)
+        majority = collections.Counter(row.role for row in rows)
+        heads = ", ".join(f"{majority[role]} {role}" for role in ROLES if majority[role])
+        lines.append(f"| {name} | {len(rows)} | {shares} | {heads} |")
+    return "\n".join(lines)
