@@ -63,8 +63,8 @@ def test_the_roles_are_counted_over_the_held_out_sentences_for_both_models(real_
         role = row[2].split(" (")[0]
         assert role in ROLES and counts[ROLES.index(role)] == max(counts)
     layers = markdown_rows(printed, "| attention | heads | positional |")
-    assert [(row[0], row[1]) for row in layers] == [(name, heads) for heads in ("1", "8") for name in
-                                                    ("encoder.0.self_attn", "decoder.0.self_attn", "decoder.0.cross_attn")]
+    kinds = ("encoder.0.self_attn", "decoder.0.self_attn", "decoder.0.cross_attn")
+    assert [(row[0], row[1]) for row in layers] == [(name, heads) for heads in ("1", "8") for name in kinds]
     for row in layers:
         assert sum(int(share.rstrip("%")) for share in row[2:2 + len(ROLES)]) in (99, 100, 101)
 
