@@ -73,7 +73,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--dataset", default="builtin",
                         help="builtin (default, synthetic), tatoeba (real English–Italian, packaged) or opus_books")
     parser.add_argument("--n-pairs", type=int, default=6000, help="size of the built-in corpus (default 6000)")
-    parser.add_argument("--subset", type=int, help="keep only N pairs of opus_books")
+    parser.add_argument("--subset", type=int, help="keep only the first N training pairs of opus_books or tatoeba")
     parser.add_argument("--d-model", type=int, default=64, help="d_model (default 64; the thesis: 512)")
     parser.add_argument("--steps", type=int, default=1500, help="training steps of each model (default 1500)")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -146,14 +146,16 @@ def held_out_sentences(splits, src_tokenizer, tgt_tokenizer, n, min_tokens, max_
     tokens ([SOS] x [EOS]), each with its first reference translation (which must fit too)."""
     chosen, seen = [], set()
     for pair in splits.validation:
+        if len(chosen) == n:
+            break
         fits = min_tokens <= len(src_tokenizer.encode(pair.src)) + 2 <= max_len and \
             len(tgt_tokenizer.encode(pair.tgt)) + 1 <= max_len
-        if fits and pair.src not in seen and len(chosen) < n:
+        if fits and pair.src not in seen:
             seen.add(pair.src)
             chosen.append(pair)
     if not chosen:
         raise ValueError(f"no sentence of the validation split has {min_tokens} to {max_len} tokens with [SOS] and "
-                         f"[EOS]; lower --min-tokens")
+                         f"[EOS], or --sentences is {n}: lower --min-tokens, or ask for at least one sentence")
     return chosen
 
 
