@@ -11,13 +11,15 @@
 | `heatmaps`      | layers × heads grids with a shared colour bar; one head with its values   | Figures 11, 12   |
 | `spectra`       | singular-value spectra of every head                                      | Figure 10        |
 | `measures`      | diagonal, offset and band masses, column masses, entropy, rank, ‖H‖₂      | §3.1             |
-| `roles`         | positional / syntactic / rare-token / other, from the measures            | §3.1.1           |
+| `roles`         | positional / syntactic / rare-token / other, from the measures; counted   | §3.1.1           |
+|                 | over many sentences                                                       |                  |
 | `attribution`   | attention rollout, attention × gradient                                   | notes            |
 | `alignment`     | cross-attention against the built-in corpus's word alignments (AER)       |                  |
 | `families`      | random members of Σ1, Σ2(w), Σ3(T, W) plus the sparse error Ẽ             | eqs. (19), (20)  |
 | `search`        | `random_search`: the thesis's validation, best of many random members     | eq. (22), §3.1.2 |
 | `projection`    | the exact minimiser of eq. (21) over the structured set                   | eqs. (21), (22)  |
-| `structured`    | `structured_approximation` (both methods), the validation table           | §3.1.2           |
+| `structured`    | `structured_approximation` (both methods), the validation table, its      | §3.1.2           |
+|                 | means over many sentences                                                 |                  |
 | `substitution`  | the model with every head replaced by its approximation: loss, BLEU       | beyond           |
 | `ablation`      | heads silenced one at a time, ranked by the loss they cost                | [12]             |
 

@@ -35,7 +35,10 @@ Why these numbers (checked on the generators of `families.py` in tests/test_anal
   keeps its uniform heads "other". Below n ≈ 2w + 2 = 6 tokens no rule can tell the roles
   apart, and the roles of such short sentences mean little.
 """
+import collections
 import dataclasses
+
+import numpy as np
 
 from numpy_transformer.analysis.measures import HeadMeasures, head_measures
 
@@ -95,4 +98,78 @@ def roles_table(head_roles, key_tokens=None):
         lines.append(f"| {row.name} | {row.head} | {row.role} | {m.dominant_offset:+d} ({m.dominant_offset_mass:.2f}) | "
                      f"{m.band_mass:.2f} ({m.uniform_band_mass:.2f}) | {m.top_column}{token} ({m.top_column_mass:.2f}) | "
                      f"{m.mean_entropy:.2f} | {m.rank}/{min(m.shape)} | {m.spectral_norm:.2f} |")
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class RoleCount:
+    """One head over a set of sentences: how many sentences gave it each role, the key token it
+    attended most in the most sentences (and in how many), and its measures averaged over them."""
+    name: str
+    head: int
+    counts: dict
+    top_token: str
+    top_token_sentences: int
+    mean_top_column_mass: float
+    mean_band_mass: float
+    mean_entropy: float
+
+    @property
+    def n_sentences(self):
+        return sum(self.counts.values())
+
+    @property
+    def role(self):
+        """The role of the most sentences (ties go to the first in ROLES)."""
+        return max(ROLES, key=lambda role: (self.counts[role], -ROLES.index(role)))
+
+
+def count_roles(captures):
+    """A `RoleCount` for every head of one model over its `AttentionCapture`s, one per sentence
+    (the names and heads of the first capture, in its order)."""
+    per_sentence = [classify_capture(capture) for capture in captures]
+    counts = []
+    for i, first in enumerate(per_sentence[0]):
+        rows = [sentence[i] for sentence in per_sentence]
+        roles = collections.Counter(row.role for row in rows)
+        keys = collections.Counter(capture.axes(first.name)[1][row.measures.top_column]
+                                   for capture, row in zip(captures, rows))
+        top_token, top_token_sentences = keys.most_common(1)[0]
+        counts.append(RoleCount(first.name, first.head, {role: roles[role] for role in ROLES}, top_token,
+                                top_token_sentences, mean_measure(rows, "top_column_mass"),
+                                mean_measure(rows, "band_mass"), mean_measure(rows, "mean_entropy")))
+    return counts
+
+
+def mean_measure(rows, measure):
+    """The mean of one field of the `HeadMeasures` of these `HeadRole`s."""
+    return float(np.mean([getattr(row.measures, measure) for row in rows]))
+
+
+def role_counts_markdown(counts):
+    """The `RoleCount`s as a Markdown table: the most frequent role and its share of the
+    sentences, the sentences of each role, the most attended key and the mean measures."""
+    lines = ["| attention | head | role (share of sentences) | " + " | ".join(ROLES) +
+             " | most attended key (sentences) | top key mass | band ≤ 2 | entropy (nats) |",
+             "|---|---:|---|" + "---:|" * len(ROLES) + "---|---:|---:|---:|"]
+    for row in counts:
+        lines.append(f"| {row.name} | {row.head} | {row.role} ({row.counts[row.role] / row.n_sentences:.0%}) | "
+                     + " | ".join(str(row.counts[role]) for role in ROLES) +
+                     f" | `{row.top_token}` ({row.top_token_sentences}/{row.n_sentences}) | "
+                     f"{row.mean_top_column_mass:.2f} | {row.mean_band_mass:.2f} | {row.mean_entropy:.2f} |")
+    return "\n".join(lines)
+
+
+def role_shares_markdown(counts):
+    """The `RoleCount`s summed per attention layer, as a Markdown table: the share of each role
+    over its heads × sentences, and how many heads have each role as their most frequent."""
+    lines = ["| attention | heads | " + " | ".join(ROLES) + " | heads by their most frequent role |",
+             "|---|---:|" + "---:|" * len(ROLES) + "---|"]
+    for name in dict.fromkeys(row.name for row in counts):
+        rows = [row for row in counts if row.name == name]
+        total = sum(row.n_sentences for row in rows)
+        shares = " | ".join(f"{sum(row.counts[role] for row in rows) / total:.0%}" for role in ROLES)
+        majority = collections.Counter(row.role for row in rows)
+        heads = ", ".join(f"{majority[role]} {role}" for role in ROLES if majority[role])
+        lines.append(f"| {name} | {len(rows)} | {shares} | {heads} |")
     return "\n".join(lines)

@@ -9,7 +9,8 @@
   (`search.random_search`), an upper bound on the same minimum.
 
 `validation_table` runs both on the same heads, each cropped to its top-left 16 × 16 block,
-for the thesis's settings (w, num_pos) ∈ {(3, 2), (10, 1), (2, 2), (2, 1)}.
+for the thesis's settings (w, num_pos) ∈ {(3, 2), (10, 1), (2, 2), (2, 1)}; `mean_validation`
+averages such rows over many sentences, one table per model and setting rather than per sentence.
 """
 import dataclasses
 
@@ -22,6 +23,8 @@ from numpy_transformer.analysis.search import N_SAMPLES, random_search
 METHODS = ("projection", "random_search")
 THESIS_SETTINGS = ((3, 2), (10, 1), (2, 2), (2, 1))
 CROP_SIZE = 16
+MEAN_FIELDS = ("n", "mass", "search_distance", "search_mean_error", "projection_distance", "projection_mean_error",
+               "captured_mass")        # the ValidationRow fields that mean_validation averages
 
 
 def structured_approximation(H, w, num_pos, method="projection", rng=None, s=DEFAULT_SPARSITY,
@@ -102,4 +105,51 @@ def validation_markdown(rows):
                      f"{r.search_mean_error:.4f} | {r.search_family} | {r.projection_distance:.3f} | "
                      f"{r.projection_mean_error:.4f} | {r.projection_family} | {r.captured_mass:.1%} | "
                      f"{r.stored_entries}/{r.n ** 2} |")
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class MeanValidationRow:
+    """One head at one setting over several sentences: the means of the `ValidationRow` fields
+    (the mean errors per entry are averaged sentence by sentence), and the share of sentences in
+    which the random search came nearer to the head than X = 0."""
+    head: str
+    w: int
+    num_pos: int
+    n_sentences: int
+    mean_n: float
+    mass: float
+    search_distance: float
+    search_mean_error: float
+    projection_distance: float
+    projection_mean_error: float
+    captured_mass: float
+    search_beats_zero: float
+
+
+def mean_validation(rows):
+    """A `MeanValidationRow` per (w, num_pos, head) of `ValidationRow`s from several sentences,
+    in the order each first appears."""
+    groups = {}
+    for row in rows:
+        groups.setdefault((row.w, row.num_pos, row.head), []).append(row)
+    means = []
+    for (w, num_pos, head), group in groups.items():
+        fields = [float(np.mean([getattr(row, field) for row in group])) for field in MEAN_FIELDS]
+        beats_zero = float(np.mean([row.search_distance < row.mass for row in group]))
+        means.append(MeanValidationRow(head, w, num_pos, len(group), *fields, beats_zero))
+    return means
+
+
+def mean_validation_markdown(rows):
+    """The mean validation table as Markdown: both methods' mean distance and mean error per
+    entry, X = 0's distance for scale, the projection's captured mass, and how often the random
+    search beat X = 0."""
+    lines = ["| w | num_pos | head | sentences | mean n | X = 0: distance | random search: distance | mean error | "
+             "projection: distance | mean error | captured | random search < X = 0 |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r.w} | {r.num_pos} | {r.head} | {r.n_sentences} | {r.mean_n:.1f} | {r.mass:.3f} | "
+                     f"{r.search_distance:.3f} | {r.search_mean_error:.4f} | {r.projection_distance:.3f} | "
+                     f"{r.projection_mean_error:.4f} | {r.captured_mass:.1%} | {r.search_beats_zero:.0%} |")
     return "\n".join(lines)
