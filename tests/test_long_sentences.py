@@ -135,7 +135,8 @@ def runs(tmp_path_factory):
     folders = {}
     for positional in ("sinusoidal", "learned"):
         folders[positional] = tmp_path_factory.mktemp(positional) / "run"
-        status, _, err = run_main(["train", "--out", folders[positional], "--n-pairs", "120", "--max-len", "10",
+        status, _, err = run_main(["train", "--out", folders[positional], "--dataset", "builtin", "--tokenizer", "word",
+                                   "--no-shared-vocabulary", "--n-pairs", "120", "--max-len", "10",
                                    "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--batch-size", "16",
                                    "--steps", "4", "--samples", "0", "--positional", positional])
         assert status == 0, err
