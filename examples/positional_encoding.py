@@ -2,8 +2,9 @@
 
     python examples/positional_encoding.py               # [--out DIR] [--threads N]
 
-Saves into --out (default runs/examples/positional_encoding/) positional_encoding.png, a figure with two panels: the table P (positions down, dimensions across: fast
-oscillations in the first dimensions, slow ones in the last), and the dot product
+Saves OUT/positional_encoding.png (--out, default runs/examples/positional_encoding/), a figure
+with two panels: the table P (positions down, dimensions across: fast oscillations in the first
+dimensions, slow ones in the last), and the dot product
 PE(t) · PE(t + s) against the offset s. That dot product is Σ_k cos(ω_k s): it does not depend
 on t, only on the distance s, and it is largest at s = 0. It also checks the thesis's claim that
 a shift is a linear map, PE(t + s) = PE(t) R_s. Expected output (defaults):

@@ -9,9 +9,9 @@ the built-in corpus's word alignments.
 The default (d_model 64, d_ff 256, 1,500 steps of 32 pairs on 6,000 built-in pairs) trains both
 models in 3 to 5 minutes on 2 cores; --thesis-size takes the presets thesis-1-head and
 thesis-8-heads as they are (d_model 512, d_ff 2048, batch 8, lr 1e-4, 20 epochs: hours in
-NumPy). Trained runs are kept in --out and reused when the settings are the same (--retrain
-trains again). Everything printed is also written to --out/report.md, and the figures to
---figures (default --out/figures).
+NumPy). Trained runs are kept in --out (default runs/examples/thesis_experiment/) and reused
+when the settings are the same (--retrain trains again). Everything printed is also written to
+--out/report.md, and the figures to --figures (default --out/figures). --threads N: BLAS threads and the optimizer's (default 1).
 
 Expected output (default settings; a run of yours may differ in the digits, see
 docs/chapter3.md):
@@ -36,22 +36,26 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, on_terminal, run_example,
+                                                   threads_from_command_line)
 
-from numpy_transformer.analysis.ablation import ablation_markdown, head_ablation
-from numpy_transformer.analysis.alignment import alignment_markdown, cross_attention_alignment
-from numpy_transformer.analysis.attribution import attention_gradient_attribution
-from numpy_transformer.analysis.capture import capture_sentence, sentence_ids
-from numpy_transformer.analysis.heatmaps import draw_attention_grid, draw_attention_head, draw_capture
-from numpy_transformer.analysis.roles import classify_capture, roles_table
-from numpy_transformer.analysis.spectra import draw_spectra
-from numpy_transformer.analysis.structured import THESIS_SETTINGS, validation_markdown, validation_table
-from numpy_transformer.analysis.substitution import structured_substitution
-from numpy_transformer.training.checkpoint import has_checkpoint, load_checkpoint
-from numpy_transformer.data import encode_pairs
-from numpy_transformer.training.run import Run, prepare_data
-from numpy_transformer.model import count_parameters
-from numpy_transformer.training.settings import resolve
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+from numpy_transformer.analysis.ablation import ablation_markdown, head_ablation  # noqa: E402
+from numpy_transformer.analysis.alignment import alignment_markdown, cross_attention_alignment  # noqa: E402
+from numpy_transformer.analysis.attribution import attention_gradient_attribution  # noqa: E402
+from numpy_transformer.analysis.capture import capture_sentence, sentence_ids  # noqa: E402
+from numpy_transformer.analysis.heatmaps import draw_attention_grid, draw_attention_head, draw_capture  # noqa: E402
+from numpy_transformer.analysis.roles import classify_capture, roles_table  # noqa: E402
+from numpy_transformer.analysis.spectra import draw_spectra  # noqa: E402
+from numpy_transformer.analysis.structured import THESIS_SETTINGS, validation_markdown, validation_table  # noqa: E402
+from numpy_transformer.analysis.substitution import structured_substitution  # noqa: E402
+from numpy_transformer.training.checkpoint import has_checkpoint, load_checkpoint  # noqa: E402
+from numpy_transformer.data import encode_pairs  # noqa: E402
+from numpy_transformer.training.run import Run, prepare_data  # noqa: E402
+from numpy_transformer.model import count_parameters  # noqa: E402
+from numpy_transformer.training.settings import resolve  # noqa: E402
 
 HEADS = {1: "thesis-1-head", 8: "thesis-8-heads"}
 SUBSTITUTION_SETTINGS = ((3, 2), (2, 1))
@@ -59,7 +63,7 @@ SUBSTITUTION_SETTINGS = ((3, 2), (2, 1))
 
 def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="runs/thesis", help="folder of the two runs and the report")
+    add_example_arguments(parser, __file__)
     parser.add_argument("--figures", default=None, help="folder of the figures (default OUT/figures)")
     parser.add_argument("--dataset", default="builtin", help="builtin (default) or opus_books")
     parser.add_argument("--n-pairs", type=int, default=6000, help="size of the built-in corpus (default 6000)")
@@ -108,7 +112,7 @@ def trained_model(args, n_heads, directory):
                                 tokenizers=(checkpoint.src_tokenizer, checkpoint.tgt_tokenizer))
             print(f"(reusing the model trained in {directory} with these settings; --retrain trains it again)")
             return checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, data.splits
-    run = Run.new(directory, *settings, overwrite=True, report=None)
+    run = Run.new(directory, *settings, overwrite=True, report=None, threads=args.threads, progress=on_terminal())
     start = time.perf_counter()
     result = run.train()
     print(f"trained {result.step} steps in {time.perf_counter() - start:.0f} s, validation loss "
@@ -208,4 +212,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)
