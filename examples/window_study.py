@@ -115,7 +115,7 @@ def train(args, pair, seed):
     start = time.perf_counter()
     result = run.train()
     print(f"{pair}, seed {seed}: trained {result.step} steps in {time.perf_counter() - start:.0f} s, validation "
-          f"loss {result.validation_loss:.3f}")
+          f"loss {result.validation_loss:.3f} (the run: {directory})")
     return run.model, run.data.src_tokenizer, run.data.tgt_tokenizer, run.data.splits
 
 
