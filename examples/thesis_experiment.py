@@ -11,7 +11,8 @@ models in 3 to 5 minutes on 2 cores; --thesis-size takes the presets thesis-1-he
 thesis-8-heads as they are (d_model 512, d_ff 2048, batch 8, lr 1e-4, 20 epochs: hours in
 NumPy). Trained runs are kept in --out (default runs/examples/thesis_experiment/) and reused
 when the settings are the same (--retrain trains again). Everything printed is also written to
---out/report.md, and the figures to --figures (default --out/figures). --threads N: BLAS threads and the optimizer's (default 1).
+--out/report.md, and the figures to --figures (default --out/figures). --threads N: BLAS
+threads and the optimizer's (default 1).
 
 Expected output (default settings; a run of yours may differ in the digits, see
 docs/chapter3.md):
@@ -42,20 +43,20 @@ from numpy_transformer.cli.example_scripts import (add_example_arguments, on_ter
 threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
 import numpy as np  # noqa: E402
 
-from numpy_transformer.analysis.ablation import ablation_markdown, head_ablation  # noqa: E402
-from numpy_transformer.analysis.alignment import alignment_markdown, cross_attention_alignment  # noqa: E402
-from numpy_transformer.analysis.attribution import attention_gradient_attribution  # noqa: E402
-from numpy_transformer.analysis.capture import capture_sentence, sentence_ids  # noqa: E402
-from numpy_transformer.analysis.heatmaps import draw_attention_grid, draw_attention_head, draw_capture  # noqa: E402
-from numpy_transformer.analysis.roles import classify_capture, roles_table  # noqa: E402
-from numpy_transformer.analysis.spectra import draw_spectra  # noqa: E402
-from numpy_transformer.analysis.structured import THESIS_SETTINGS, validation_markdown, validation_table  # noqa: E402
-from numpy_transformer.analysis.substitution import structured_substitution  # noqa: E402
-from numpy_transformer.training.checkpoint import has_checkpoint, load_checkpoint  # noqa: E402
-from numpy_transformer.data import encode_pairs  # noqa: E402
-from numpy_transformer.training.run import Run, prepare_data  # noqa: E402
-from numpy_transformer.model import count_parameters  # noqa: E402
-from numpy_transformer.training.settings import resolve  # noqa: E402
+from numpy_transformer.analysis.ablation import ablation_markdown, head_ablation
+from numpy_transformer.analysis.alignment import alignment_markdown, cross_attention_alignment
+from numpy_transformer.analysis.attribution import attention_gradient_attribution
+from numpy_transformer.analysis.capture import capture_sentence, sentence_ids
+from numpy_transformer.analysis.heatmaps import draw_attention_grid, draw_attention_head, draw_capture
+from numpy_transformer.analysis.roles import classify_capture, roles_table
+from numpy_transformer.analysis.spectra import draw_spectra
+from numpy_transformer.analysis.structured import THESIS_SETTINGS, validation_markdown, validation_table
+from numpy_transformer.analysis.substitution import structured_substitution
+from numpy_transformer.training.checkpoint import has_checkpoint, load_checkpoint
+from numpy_transformer.data import encode_pairs
+from numpy_transformer.training.run import Run, prepare_data
+from numpy_transformer.model import count_parameters
+from numpy_transformer.training.settings import resolve
 
 HEADS = {1: "thesis-1-head", 8: "thesis-8-heads"}
 SUBSTITUTION_SETTINGS = ((3, 2), (2, 1))
