@@ -3,7 +3,7 @@ operations (A ≈ I), shifting (A ≈ permutation matrix), averaging (A ≈ unif
 and the local pattern A_ij ≈ exp(−|i−j|/τ)/Z.
 
     python examples/attention_can_represent.py                  # n = 10, 1500 Adam steps a task, seconds
-    python examples/attention_can_represent.py --n 16 --steps 3000 --figure constructions.png
+    python examples/attention_can_represent.py --n 16 --steps 3000 --out runs/constructions
 
 For each pattern A* (copy, cyclic shift by --shift, average, local with --tau) over n positions:
 
@@ -14,16 +14,22 @@ For each pattern A* (copy, cyclic shift by --shift, average, local with --tau) o
   is Σ_j A*_ij c_j; its A is averaged over a fresh batch.
 
 The table gives the largest row-wise total-variation distance, max_i ½ Σ_j |A_ij − B_ij|, of each
-to the pattern and to each other; the figure draws both matrices side by side.
+to the pattern and to each other; the figure, OUT/attention_constructions.png (--out, default
+runs/examples/attention_can_represent/), draws both matrices side by side. --threads N: BLAS
+threads (default 1).
 """
 import argparse
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, output_folder, progress, require,
+                                                   run_example, threads_from_command_line)
 
-from numpy_transformer.theory.constructions import (attention_weights, average_projections, beta_for_error,
-                                                    copy_projections, local_projections, one_hot_positions,
-                                                    shift_projections, total_variation)
-from numpy_transformer.theory.learned import learned_weights, target_patterns, train_attention
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+from numpy_transformer.theory.constructions import (  # noqa: E402
+    attention_weights, average_projections, beta_for_error, copy_projections, local_projections, one_hot_positions,
+    shift_projections, total_variation)
+from numpy_transformer.theory.learned import learned_weights, target_patterns, train_attention  # noqa: E402
 
 
 def parse_arguments(argv=None):
@@ -34,7 +40,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--epsilon", type=float, default=1e-3, help="the constructed copy and shift's error (default 1e-3)")
     parser.add_argument("--steps", type=int, default=1500, help="Adam steps per task (default 1500)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the data (default 0)")
-    parser.add_argument("--figure", default="attention_constructions.png", help="where to draw the figure")
+    add_example_arguments(parser, __file__)
     return parser.parse_args(argv)
 
 
@@ -50,7 +56,7 @@ def constructed_weights(args):
 def learned_attention(args, patterns):
     """{task: (A, final loss)} of a head trained on each task, each from the same seed."""
     results = {}
-    for task, pattern in patterns.items():
+    for task, pattern in progress(patterns.items(), desc="training a head per task", unit="task"):
         rng = np.random.default_rng(args.seed)
         model, losses = train_attention(pattern, rng, steps=args.steps)
         results[task] = learned_weights(model, args.n, rng), losses[-1]
@@ -87,15 +93,16 @@ def draw(constructed, learned, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
+    require("matplotlib")
     patterns = target_patterns(args.n, args.shift, args.tau)
     constructed = constructed_weights(args)
     learned = learned_attention(args, patterns)
     print(f"data: synthetic, n = {args.n} one-hot positions with Gaussian contents (seed {args.seed}); "
           f"{args.steps} Adam steps a task")
     print(table(patterns, constructed, learned))
-    print(f"figure: {draw(constructed, learned, args.figure)}")
+    print(f"figure: {draw(constructed, learned, output_folder(args) / 'attention_constructions.png')}")
     return constructed, learned
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

@@ -1,6 +1,6 @@
 """Masked self-attention on a four-token sentence, one step at a time (thesis §1.2, eqs. (4)–(10)).
 
-    python examples/attention_step_by_step.py
+    python examples/attention_step_by_step.py            # [--threads N]: BLAS threads (default 1)
 
 Embeds "the cat sat down" (d_model = 4, one head, so d_k = 4), then prints every intermediate
 of  MaskedAttention(Q, K, V) = softmax(M + Q Kᵀ / √d_k) V  with its shape: Q, K, V, the scaled
@@ -11,15 +11,19 @@ scores, the causal mask M, the masked scores, the weights and the output. Expect
     X = Embedding(ids) + P[:4]  (4, 4)   tokens scaled by √d_model, plus positions (eq. (1))
     [[ 0.126  0.868  0.64   1.105]
 """
+import argparse
 import math
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import add_example_arguments, run_example, threads_from_command_line
 
-from autograd import no_grad
-from numpy_transformer.attention import scaled_dot_product_attention
-from numpy_transformer.masks import additive_mask, causal_mask
-from numpy_transformer.nn import Embedding, Linear
-from numpy_transformer.positional import sinusoidal_encoding
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+from autograd import no_grad  # noqa: E402
+from numpy_transformer.attention import scaled_dot_product_attention  # noqa: E402
+from numpy_transformer.masks import additive_mask, causal_mask  # noqa: E402
+from numpy_transformer.nn import Embedding, Linear  # noqa: E402
+from numpy_transformer.positional import sinusoidal_encoding  # noqa: E402
 
 SENTENCE = ["the", "cat", "sat", "down"]
 D_MODEL = 4
@@ -31,7 +35,10 @@ def show(name, array, note=""):
     print(array)
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_example_arguments(parser, __file__, output=False)
+    parser.parse_args(argv)
     np.set_printoptions(precision=3, suppress=True)
     rng = np.random.default_rng(0)
     ids = np.arange(len(SENTENCE))
@@ -62,4 +69,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

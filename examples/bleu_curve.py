@@ -23,24 +23,29 @@ and the validation split is translated greedily and scored with sacrebleu, the s
 both. Each evaluation is a line of OUT/curve.jsonl: step, training seconds, BLEU, chrF, and the
 target tokens trained on per second of training. The run
 ends after `--steps` steps or `--max-minutes` of training, whichever comes first. PyTorch is
-needed only for --framework torch. `--plot numpy=A/curve.jsonl torch=B/curve.jsonl --figure F`
-draws curves already written.
+needed only for --framework torch. `--plot numpy=A/curve.jsonl torch=B/curve.jsonl` draws
+curves already written into OUT/bleu_curve.png. OUT is --out (default runs/examples/bleu_curve/);
+--threads N (default 1) is BLAS's, the optimizer's and PyTorch's thread count.
 """
 import argparse
 import json
 import time
 from pathlib import Path
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, output_folder, progress, require,
+                                                   run_example, threads_from_command_line)
 
-from numpy_transformer.training.allocator import reuse_freed_memory
-from numpy_transformer.data.batching import batch_indices
-from numpy_transformer.model import Transformer
-from numpy_transformer.training.settings import model_config, resolve
-from numpy_transformer.training.evaluation import evaluate_pairs
-from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators
-from numpy_transformer.training.loss import TRANSLATION
-from numpy_transformer.training.prepare import prepare_data
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+from numpy_transformer.training.allocator import reuse_freed_memory  # noqa: E402
+from numpy_transformer.data.batching import batch_indices  # noqa: E402
+from numpy_transformer.model import Transformer  # noqa: E402
+from numpy_transformer.training.settings import model_config, resolve  # noqa: E402
+from numpy_transformer.training.evaluation import evaluate_pairs  # noqa: E402
+from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators  # noqa: E402
+from numpy_transformer.training.loss import TRANSLATION  # noqa: E402
+from numpy_transformer.training.prepare import prepare_data  # noqa: E402
 
 
 def batches(data, config, data_rng):
@@ -132,19 +137,23 @@ def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds,
     steps (and at the end) a validation point, also written to out/curve.jsonl."""
     training = configs["training"]
     curve, seconds, tokens = [], 0.0, 0
-    for step, batch in enumerate(batches(data, training, data_rng), start=1):
-        start = time.perf_counter()
-        run.step(batch)
-        seconds += time.perf_counter() - start
-        tokens += int(np.count_nonzero(batch.tgt_out != data.tokenizers[1].pad_id))
-        last = step == training.steps or seconds >= max_seconds
-        if step % eval_every == 0 or last:
-            curve.append({**validation_point(run, data, step, seconds),
-                          "target_tokens_per_second": round(tokens / seconds)})
-            log(json.dumps(curve[-1]))
-            (out / "curve.jsonl").write_text("".join(json.dumps(point) + "\n" for point in curve), encoding="utf-8")
-        if last:
-            return curve
+    with progress(total=training.steps, desc="training", unit="step") as bar:
+        for step, batch in enumerate(batches(data, training, data_rng), start=1):
+            start = time.perf_counter()
+            run.step(batch)
+            seconds += time.perf_counter() - start
+            bar.update()
+            tokens += int(np.count_nonzero(batch.tgt_out != data.tokenizers[1].pad_id))
+            last = step == training.steps or seconds >= max_seconds
+            if step % eval_every == 0 or last:
+                curve.append({**validation_point(run, data, step, seconds),
+                              "target_tokens_per_second": round(tokens / seconds)})
+                with bar.external_write_mode():
+                    log(json.dumps(curve[-1]))
+                (out / "curve.jsonl").write_text("".join(json.dumps(point) + "\n" for point in curve),
+                                                 encoding="utf-8")
+            if last:
+                return curve
 
 
 def draw(curves, path):
@@ -171,8 +180,8 @@ def draw(curves, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--plot", nargs="+", metavar="LABEL=CURVE",
-                        help="draw curve.jsonl files already written (LABEL=PATH …) into --figure, and train nothing")
-    parser.add_argument("--figure", default="bleu_curve.png")
+                        help="draw curve.jsonl files already written (LABEL=PATH …) into OUT/bleu_curve.png, and "
+                             "train nothing")
     parser.add_argument("--framework", choices=("numpy", "torch"), default="numpy")
     parser.add_argument("--init", default=None, help="numpy: the preset's (default), xavier, xavier_uniform, "
                                                       "torch; torch: recipe (default) or copy")
@@ -187,16 +196,16 @@ def main(argv=None):
                             help=f"more {part} fields over the preset's, e.g. '{{\"d_model\": 256}}'")
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--max-minutes", type=float, default=float("inf"))
-    parser.add_argument("--threads", type=int, default=1,
-                        help="PyTorch's threads, or the optimizer's "
-                             "(BLAS's: OPENBLAS_NUM_THREADS, before Python starts)")
     parser.add_argument("--fused-adam", action="store_true", help="torch: Adam(fused=True), PyTorch at its best")
-    parser.add_argument("--out", default="runs/bleu-curve")
+    add_example_arguments(parser, __file__)
     args = parser.parse_args(argv)
     reuse_freed_memory()                                    # as the CLI does, for either framework
     if args.plot:
-        print(f"wrote {draw(dict(item.split('=', 1) for item in args.plot), args.figure)}")
+        require("matplotlib")
+        print(f"wrote {draw(dict(item.split('=', 1) for item in args.plot), output_folder(args) / 'bleu_curve.png')}")
         return None
+    if args.framework == "torch":
+        require("torch")                                    # before the data are prepared
     init = args.init or ("recipe" if args.framework == "torch" else None)
     model = {**({"init": init} if args.framework == "numpy" and init else {}), **args.model}
     training = {"seed": args.seed, **({"steps": args.steps, "epochs": None} if args.steps else {}), **args.training}
@@ -214,8 +223,7 @@ def main(argv=None):
         run = TorchRun(config, training_config, model_rng, init, args.fused_adam)
     else:
         run = NumpyRun(config, training_config, model_rng, prepared.train, args.threads)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_folder(args)
     print("\n".join(prepared.summary))
     print(f"{args.framework}, init {init}, preset {args.preset}, seed {args.seed}, {training_config.steps} steps "
           f"at most, {args.max_minutes} minutes at most -> {out}/curve.jsonl", flush=True)
@@ -224,4 +232,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

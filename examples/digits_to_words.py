@@ -2,7 +2,7 @@
 image alone, and shows which patches its cross-attention reads for each word.
 
     python examples/digits_to_words.py                  # about a minute on one core
-    python examples/digits_to_words.py --figure ''      # no figure
+    python examples/digits_to_words.py --no-figure      # no figure
 
 The data are scikit-learn's bundled handwritten digits (`sklearn.datasets.load_digits`: 1,797
 real 8 × 8 images; no download), a seeded, stratified quarter held out as the test set. Every
@@ -16,28 +16,33 @@ takes Q from the text and K = V from the 16 patch outputs. Trained with Adam on 
 label-smoothed cross-entropy (teacher forcing), decoded greedily with the key/value cache. The
 last line is the exact match on the held-out quarter: the fraction of (image, language) pairs
 whose whole output is the right word. The figure shows, for a few test digits, the last
-decoder layer's cross-attention (mean over heads) of the query that writes each output token.
+decoder layer's cross-attention (mean over heads) of the query that writes each output token:
+OUT/digits_to_words_attention.png (--out, default runs/examples/digits_to_words/). --threads N:
+BLAS threads (default 1).
 """
 import argparse
 from pathlib import Path
 import sys
 import time
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (output_folder, require, run_example,
+                                                   threads_from_command_line)
 
-import autograd.functional as F
-from numpy_transformer.beyond_text.cross_modal import ImageToText, greedy_text
-from numpy_transformer.config import TransformerConfig
-from numpy_transformer.decoding import inference_mode
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+import autograd.functional as F  # noqa: E402
+from numpy_transformer.beyond_text.cross_modal import ImageToText, greedy_text  # noqa: E402
+from numpy_transformer.config import TransformerConfig  # noqa: E402
+from numpy_transformer.decoding import inference_mode  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))     # the examples are files, not a package
-from vit_digits import load_images, train  # noqa: E402
-
-FIGURE = Path(__file__).resolve().parent.parent / "docs" / "figures" / "digits_to_words_attention.png"
+from vit_digits import add_figure_arguments, load_images, train  # noqa: E402
 NAMES = {"<en>": "zero one two three four five six seven eight nine".split(),
          "<it>": "zero uno due tre quattro cinque sei sette otto nove".split()}
 VOCABULARY = ["<pad>", "<eos>", *NAMES, *sorted(set(NAMES["<en>"]) | set(NAMES["<it>"]))]
 ID = {token: i for i, token in enumerate(VOCABULARY)}
+FIGURE = "digits_to_words_attention.png"
 
 
 def parse_arguments(argv=None):
@@ -52,7 +57,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--label-smoothing", type=float, default=0.1)
     parser.add_argument("--limit", type=int, default=None, help="use only this many images (quick runs)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--figure", default=str(FIGURE), help="where to draw the cross-attention ('' for none)")
+    add_figure_arguments(parser, __file__)
     return parser.parse_args(argv)
 
 
@@ -134,6 +139,7 @@ def draw(images, labels, maps, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
+    require("sklearn", *(() if args.no_figure else ("matplotlib",)))
     train_x, train_y, test_x, test_y, description = load_images("digits", args.seed, args.limit)
     print(f"data: {description}, each named in English and Italian")
     rng = np.random.default_rng(args.seed)
@@ -143,13 +149,13 @@ def main(argv=None):
     print(f"training loss: {losses[0]:.3f} (epoch 1) → {losses[-1]:.3f} (epoch {len(losses)}), "
           f"{time.perf_counter() - began:.0f} s")
     match = exact_match(model, test_x, test_y)
-    if args.figure:
+    if not args.no_figure:
         shown = np.arange(min(4, len(test_x)))
-        maps = cross_attention(model, test_x[shown], test_y[shown])
-        print(f"figure: {draw(test_x[shown], test_y[shown], maps, args.figure)}")
+        maps, path = cross_attention(model, test_x[shown], test_y[shown]), output_folder(args) / FIGURE
+        print(f"figure: {draw(test_x[shown], test_y[shown], maps, path)}")
     print(f"test exact match: {match:.2f}")
     return {"losses": losses, "exact_match": match, "model": model}
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

@@ -1,7 +1,7 @@
 """Temporal attention on a real series: Google's daily share price, one day ahead.
 
     python examples/forecast_attention.py                 # a few seconds
-    python examples/forecast_attention.py --window 10 --steps 400 --figure forecast.png
+    python examples/forecast_attention.py --window 10 --steps 400 --out runs/forecast
 
 Data: `goog.npz` of matplotlib's bundled sample data (no network): Yahoo Finance's daily prices of
 GOOG from 2004-08-19 to 2008-10-14, 1,047 trading days; the adjusted close p_t is forecast.
@@ -18,17 +18,24 @@ All three are scored on the tail's prices by MASE with one scale, the naive one-
 error of the training part's prices (Hyndman & Koehler 2006). The naive forecast's MASE on the tail
 is then not 1 but the tail's mean daily move over the training part's: 2008 moved about twice as
 much per day. Daily prices are close to a random walk, so the naive forecast is hard to beat.
-The last line is `MASE: model x.xx, naive y.yy, linear AR z.zz`.
+The figure is OUT/forecast_attention.png (--out, default runs/examples/forecast_attention/);
+--threads N: BLAS threads (default 1). The last line is `MASE: model x.xx, naive y.yy, linear AR z.zz`.
 """
 import argparse
 from types import SimpleNamespace
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, output_folder, require, run_example,
+                                                   threads_from_command_line)
 
-from numpy_transformer.beyond_text.forecast_baselines import (fit_linear_autoregression, linear_autoregression_forecast,
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+from numpy_transformer.beyond_text.forecast_baselines import (fit_linear_autoregression,  # noqa: E402
+                                                              linear_autoregression_forecast,
                                                               mean_absolute_scaled_error)
-from numpy_transformer.beyond_text.time_series import (Standardiser, TemporalAttentionForecaster, attention_over_history,
-                                                       forecast, sliding_windows, train_forecaster)
+from numpy_transformer.beyond_text.time_series import (Standardiser, TemporalAttentionForecaster,  # noqa: E402
+                                                       attention_over_history, forecast, sliding_windows,
+                                                       train_forecaster)
 
 SOURCE = "matplotlib sample data goog.npz (Yahoo Finance, GOOG daily adjusted close)"
 
@@ -43,7 +50,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--steps", type=int, default=200, help="Adam steps (default 200)")
     parser.add_argument("--lr", type=float, default=1e-3, help="learning rate (default 1e-3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches (default 0)")
-    parser.add_argument("--figure", default="forecast_attention.png", help="where to draw the figure")
+    add_example_arguments(parser, __file__)
     return parser.parse_args(argv)
 
 
@@ -128,17 +135,18 @@ def draw(result, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
+    require("matplotlib")                    # its sample data and the figure
     result = run(args)
     data = result.data
     print(f"data: {SOURCE}, {result.n_days} days; training part {data.n_train} days, "
           f"held-out tail {int((~data.training).sum())} days")
     print(f"model: window {args.window}, d_model {args.d_model}, {args.heads} heads, {args.steps} steps; "
           f"training loss {np.mean(result.losses[:10]):.3f} → {np.mean(result.losses[-10:]):.3f}")
-    print(f"figure: {draw(result, args.figure)}")
+    print(f"figure: {draw(result, output_folder(args) / 'forecast_attention.png')}")
     mase = result.mase
     print(f"MASE: model {mase['model']:.2f}, naive {mase['naive']:.2f}, linear AR {mase['linear AR']:.2f}")
     return result
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

@@ -1,7 +1,7 @@
 """Graph attention on Zachary's karate club: semi-supervised node classification from two labels.
 
     python examples/gat_karate.py                       # seed 0, a few seconds
-    python examples/gat_karate.py --seed 3 --figure gat_karate.png
+    python examples/gat_karate.py --seed 3 --out runs/karate-seed3
 
 The data is real and ships with networkx: `networkx.karate_club_graph()`, the 34 members of a
 university karate club (Zachary, 1977) and the 78 friendships between them; the club later split
@@ -16,21 +16,24 @@ of 8 features concatenated, ELU, one output head, dropout 0.6, trained with Adam
 weight decay 5e-4) on the cross-entropy of the two labelled members. The figure draws the
 graph coloured by the prediction, the two labelled members and the misclassified ones marked,
 each friendship drawn as wide and as dark as the first layer's attention along it (the mean
-over heads and both directions). The last line printed is the accuracy on the 32 unlabelled
-members.
+over heads and both directions); it is OUT/gat_karate.png (--out, default
+runs/examples/gat_karate/; --no-figure for none). --threads N: BLAS threads (default 1). The
+last line printed is the accuracy on the 32 unlabelled members.
 """
 import argparse
-from pathlib import Path
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, output_folder, progress, require,
+                                                   run_example, threads_from_command_line)
 
-import autograd.functional as F
-from autograd import Tensor, no_grad
-from autograd.optim import Adam
-from numpy_transformer.beyond_text.graph import GAT, attention_graph
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+import autograd.functional as F  # noqa: E402
+from autograd import Tensor, no_grad  # noqa: E402
+from autograd.optim import Adam  # noqa: E402
+from numpy_transformer.beyond_text.graph import GAT, attention_graph  # noqa: E402
 
 LABELLED = np.array([0, 33])                 # the instructor and the administrator
-FIGURE = Path(__file__).resolve().parent.parent / "docs" / "figures" / "gat_karate.png"
 
 
 def parse_arguments(argv=None):
@@ -42,7 +45,8 @@ def parse_arguments(argv=None):
     parser.add_argument("--heads", type=int, default=8, help="hidden heads (default 8)")
     parser.add_argument("--dropout", type=float, default=0.6, help="dropout on inputs and weights (default 0.6)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the dropout masks")
-    parser.add_argument("--figure", default=str(FIGURE), help="where to draw the figure ('' for none)")
+    add_example_arguments(parser, __file__)
+    parser.add_argument("--no-figure", action="store_true", help="draw no figure (and need no matplotlib)")
     return parser.parse_args(argv)
 
 
@@ -59,9 +63,9 @@ def karate_club():
 
 def train(model, x, graph, labels, args):
     """Adam on the cross-entropy of the labelled members, every step on the whole graph."""
-    optimizer = Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    optimizer = Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay, threads=args.threads)
     model.train()
-    for _ in range(args.epochs):
+    for _ in progress(range(args.epochs), desc="training", unit="epoch"):
         loss = F.cross_entropy(model(x, graph)[LABELLED], labels[LABELLED])
         optimizer.zero_grad()
         loss.backward()
@@ -120,6 +124,7 @@ def draw(nx_graph, graph, predicted, labels, attention, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
+    require("networkx", *(() if args.no_figure else ("matplotlib",)))
     features, edges, labels, nx_graph = karate_club()
     print(f"data: networkx.karate_club_graph(), {len(labels)} members, {len(edges[0]) // 2} friendships; "
           f"labelled: members {LABELLED.tolist()}")
@@ -133,11 +138,12 @@ def main(argv=None):
     accuracy = float(np.mean(predicted[unlabelled] == labels[unlabelled]))
     print(f"seed {args.seed}, {args.epochs} epochs: final training loss {loss:.4f}; misclassified: "
           f"{[int(v) for v in unlabelled if predicted[v] != labels[v]]}")
-    if args.figure:
-        print(f"figure: {draw(nx_graph, graph, predicted, labels, attention, args.figure)}")
+    if not args.no_figure:
+        path = output_folder(args) / "gat_karate.png"
+        print(f"figure: {draw(nx_graph, graph, predicted, labels, attention, path)}")
     print(f"accuracy: {accuracy:.2f}")
     return accuracy
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

@@ -1,7 +1,7 @@
 """How much attention the learned memory slots draw, layer by layer, as a model trains.
 
     python examples/memory_slots.py                           # the default model, 4 slots, ~2 minutes
-    python examples/memory_slots.py --slots 8 --steps 1500 --figure memory_slots.png
+    python examples/memory_slots.py --slots 8 --steps 1500 --out runs/memory
 
 The default model (1 + 1 layers, d_model 128, 4 heads) with `memory_slots` m learned key/value
 slots in every attention layer (K = [Z W_k; M_k], V = [Z W_v; M_v],
@@ -12,19 +12,25 @@ mode, the attention mass on the slots of each layer,
     mass = Σ_{j > n_k} A_ij,   averaged over the heads and the real (non-padding) query rows,
 
 the share of each query's attention that goes to the slots rather than to the tokens. The
-output is a table (step, training loss, mass per layer) and a figure of the mass against the step.
+output is a table (step, training loss, mass per layer) and a figure of the mass against the step,
+OUT/memory_slots.png (--out, default runs/examples/memory_slots/). --threads N: BLAS threads
+and the optimizer's (default 1).
 """
 import argparse
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, on_terminal, output_folder, require,
+                                                   run_example, threads_from_command_line)
 
-from numpy_transformer.analysis.hooks import attention_modules
-from numpy_transformer.data.batching import make_batch
-from numpy_transformer.decoding import inference_mode
-from numpy_transformer.model import Transformer
-from numpy_transformer.training.settings import model_config, resolve
-from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators
-from numpy_transformer.training.prepare import prepare_data
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+from numpy_transformer.analysis.hooks import attention_modules  # noqa: E402
+from numpy_transformer.data.batching import make_batch  # noqa: E402
+from numpy_transformer.decoding import inference_mode  # noqa: E402
+from numpy_transformer.model import Transformer  # noqa: E402
+from numpy_transformer.training.settings import model_config, resolve  # noqa: E402
+from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators  # noqa: E402
+from numpy_transformer.training.prepare import prepare_data  # noqa: E402
 
 
 def parse_arguments(argv=None):
@@ -34,7 +40,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--every", type=int, default=50, help="steps between probes (default 50)")
     parser.add_argument("--n-pairs", type=int, default=20_000, help="size of the built-in corpus (default 20000)")
     parser.add_argument("--d-model", type=int, default=128, help="d_model (default 128, the default preset's)")
-    parser.add_argument("--figure", default="memory_slots.png", help="where to draw the figure")
+    add_example_arguments(parser, __file__)
     return parser.parse_args(argv)
 
 
@@ -61,7 +67,8 @@ def train(args, data, probe_batch):
                           args.max_len)
     model_rng, data_rng = run_generators(training.seed)
     model = Transformer(config, model_rng)
-    trainer = Trainer(model, make_optimizer(model, training), data.train, training, data_rng, report=None)
+    trainer = Trainer(model, make_optimizer(model, training, args.threads), data.train, training, data_rng,
+                      report=None, progress=on_terminal())
     records = [(0, float("nan"), slot_mass(model, probe_batch))]
 
     def probe(trainer):
@@ -103,6 +110,7 @@ def draw(records, slots, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
+    require("matplotlib")
     _, _, data_config = resolve("grammar", data={"n_pairs": args.n_pairs})
     args.max_len = data_config.max_len
     data = prepare_data(data_config)
@@ -111,11 +119,11 @@ def main(argv=None):
     records = train(args, data, probe_batch)
     print(table(records))
     step, _, mass = records[-1]
-    figure = draw(records, args.slots, args.figure)
+    figure = draw(records, args.slots, output_folder(args) / "memory_slots.png")
     print(f"attention mass on {args.slots} slots after {step} steps: "
           + ", ".join(f"{name} {value:.3f}" for name, value in mass.items()) + f"; figure: {figure}")
     return records
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

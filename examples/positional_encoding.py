@@ -1,9 +1,10 @@
 """The sinusoidal positional encoding of thesis eq. (1), drawn and probed.
 
-    python examples/positional_encoding.py --out positional_encoding.png
+    python examples/positional_encoding.py               # [--out DIR] [--threads N]
 
-Saves a figure with two panels: the table P (positions down, dimensions across: fast
-oscillations in the first dimensions, slow ones in the last), and the dot product
+Saves OUT/positional_encoding.png (--out, default runs/examples/positional_encoding/), a figure
+with two panels: the table P (positions down, dimensions across: fast oscillations in the first
+dimensions, slow ones in the last), and the dot product
 PE(t) · PE(t + s) against the offset s. That dot product is Σ_k cos(ω_k s): it does not depend
 on t, only on the distance s, and it is largest at s = 0. It also checks the thesis's claim that
 a shift is a linear map, PE(t + s) = PE(t) R_s. Expected output (defaults):
@@ -16,10 +17,10 @@ a shift is a linear map, PE(t + s) = PE(t) R_s. Expected output (defaults):
 """
 import argparse
 
-import matplotlib
+from numpy_transformer.cli.example_scripts import (add_example_arguments, output_folder, require, run_example,
+                                                   threads_from_command_line)
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
 import numpy as np  # noqa: E402
 
 from numpy_transformer.positional import shift_matrix, sinusoidal_encoding  # noqa: E402
@@ -43,7 +44,11 @@ def print_shift_check(P, base):
         print(f"  s = {s:>2}: max |PE(t) R_s − PE(t + s)| = {error:.1e}")
 
 
-def plot(P, out):
+def plot(P, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     figure, (table, dots) = plt.subplots(1, 2, figsize=(11, 4))
     image = table.imshow(P, aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
     table.set(title="P[t, i], thesis eq. (1)", xlabel="dimension i", ylabel="position t")
@@ -55,24 +60,27 @@ def plot(P, out):
     dots.set(title="PE(t) · PE(t + s)", xlabel="offset s", ylabel="dot product")
     dots.legend()
     figure.tight_layout()
-    figure.savefig(out, dpi=120)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="positional_encoding.png", help="where to save the figure (PNG)")
+    add_example_arguments(parser, __file__)
     parser.add_argument("--max-len", type=int, default=100)
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--base", type=float, default=10000.0)
     args = parser.parse_args(argv)
+    require("matplotlib")
     P = sinusoidal_encoding(args.max_len, args.d_model, args.base, dtype=np.float64)
     print(f"P = sinusoidal_encoding(max_len={args.max_len}, d_model={args.d_model}, base={args.base:g}): "
           f"shape {P.shape}")
     print_dot_products(P)
     print_shift_check(P, args.base)
-    plot(P, args.out)
-    print(f"Saved the heat map and the dot-product curve to {args.out}")
+    figure = plot(P, output_folder(args) / "positional_encoding.png")
+    print(f"Saved the heat map and the dot-product curve to {figure}")
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

@@ -4,14 +4,16 @@ Prints the softmax Jacobian J_s = diag(s) − s sᵀ of a small vector, then sca
 and plots how the Jacobian's norm collapses as s approaches a one-hot vector (eq. (9)): with
 large dot products the gradient through the softmax vanishes.
 
-    python examples/softmax_jacobian.py [--out softmax_jacobian.png]
+    python examples/softmax_jacobian.py       # [--out DIR] (default runs/examples/softmax_jacobian/) [--threads N]
+
+The figure is OUT/softmax_jacobian.png.
 """
 import argparse
 
-import matplotlib
+from numpy_transformer.cli.example_scripts import (add_example_arguments, output_folder, require, run_example,
+                                                   threads_from_command_line)
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
 import numpy as np  # noqa: E402
 
 import autograd.functional as F  # noqa: E402
@@ -24,10 +26,14 @@ def jacobian_norm(z, scale):
     return np.linalg.norm(F.softmax_jacobian(s))
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="softmax_jacobian.png", help="where to save the figure (PNG or SVG)")
-    args = parser.parse_args()
+    add_example_arguments(parser, __file__)
+    args = parser.parse_args(argv)
+    require("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
     z = np.array([1.0, 2.0, 0.5, -1.0])
     s = F.softmax(Tensor(z)).data
@@ -58,9 +64,11 @@ def main():
     ax.set_title("Softmax Jacobian norm vs logit scale (thesis §1.2.3)")
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(args.out)
-    print(f"\nfigure saved to {args.out}")
+    path = output_folder(args) / "softmax_jacobian.png"
+    fig.savefig(path)
+    plt.close(fig)
+    print(f"\nfigure saved to {path}")
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

@@ -15,9 +15,10 @@ A real corpus has no word alignments: the alignment error rate is then skipped w
 The default (d_model 64, d_ff 256, 1,500 steps of 32 pairs on 6,000 built-in pairs) trains both
 models in 3 to 5 minutes on 2 cores; --thesis-size takes the presets thesis-1-head and
 thesis-8-heads as they are (d_model 512, d_ff 2048, batch 8, lr 1e-4, 20 epochs: hours in
-NumPy). Trained runs are kept in --out and reused when the settings are the same (--retrain
-trains again). Everything printed is also written to --out/report.md, and the figures to
---figures (default --out/figures).
+NumPy). Trained runs are kept in --out (default runs/examples/thesis_experiment/) and reused
+when the settings are the same (--retrain trains again). Everything printed is also written to
+--out/report.md, and the figures to --figures (default --out/figures). --threads N: BLAS
+threads and the optimizer's (default 1).
 
 Expected output (default settings; a run of yours may differ in the digits, see
 docs/chapter3.md):
@@ -43,7 +44,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, on_terminal, run_example,
+                                                   threads_from_command_line)
+
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
 
 from numpy_transformer.analysis.ablation import ablation_markdown, head_ablation
 from numpy_transformer.analysis.alignment import alignment_markdown, cross_attention_alignment
@@ -68,7 +73,7 @@ SUBSTITUTION_SETTINGS = ((3, 2), (2, 1))
 
 def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="runs/thesis", help="folder of the two runs and the report")
+    add_example_arguments(parser, __file__)
     parser.add_argument("--figures", default=None, help="folder of the figures (default OUT/figures)")
     parser.add_argument("--dataset", default="builtin",
                         help="builtin (default, synthetic), tatoeba (real English–Italian, packaged) or opus_books")
@@ -125,7 +130,7 @@ def trained_model(args, n_heads, directory):
                                 tokenizers=(checkpoint.src_tokenizer, checkpoint.tgt_tokenizer))
             print(f"(reusing the model trained in {directory} with these settings; --retrain trains it again)")
             return checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, data.splits
-    run = Run.new(directory, *settings, overwrite=True, report=None)
+    run = Run.new(directory, *settings, overwrite=True, report=None, threads=args.threads, progress=on_terminal())
     start = time.perf_counter()
     result = run.train()
     print(f"trained {result.step} steps in {time.perf_counter() - start:.0f} s, validation loss "
@@ -265,4 +270,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

@@ -1,7 +1,7 @@
 """A Vision Transformer learns to read handwritten digits, and where its [CLS] token looks.
 
     python examples/vit_digits.py                       # about 30 s on one core
-    python examples/vit_digits.py --figure ''           # no figure
+    python examples/vit_digits.py --no-figure           # no figure
     python examples/vit_digits.py --dataset mnist       # MNIST through `datasets` (needs the Hub or a cached copy)
 
 The data are scikit-learn's bundled handwritten digits (`sklearn.datasets.load_digits`: 1,797
@@ -10,22 +10,24 @@ quarter is held out as the test set. The model is `numpy_transformer.beyond_text
 VisionTransformer`: 2 × 2 patches (16 tokens of 4 pixels) and a [CLS] token, d_model 64, 4
 heads, 2 pre-norm encoder layers, trained with Adam on the label-smoothed cross-entropy of the
 [CLS] logits. The figure shows, for a few test digits, the [CLS] token's attention over the 16
-patches in the last layer (averaged over the heads), drawn over the digit. The last line is the
-accuracy on the held-out quarter.
+patches in the last layer (averaged over the heads), drawn over the digit: OUT/vit_cls_attention.png
+(--out, default runs/examples/vit_digits/). --threads N: BLAS threads (default 1). The last line
+is the accuracy on the held-out quarter.
 """
 import argparse
-from pathlib import Path
 import time
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, output_folder, progress, require,
+                                                   run_example, threads_from_command_line)
 
-import autograd.functional as F
-from autograd.optim import Adam
-from numpy_transformer.beyond_text.vision import VisionTransformer
-from numpy_transformer.config import TransformerConfig
-from numpy_transformer.decoding import inference_mode
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
 
-FIGURE = Path(__file__).resolve().parent.parent / "docs" / "figures" / "vit_cls_attention.png"
+import autograd.functional as F  # noqa: E402
+from autograd.optim import Adam  # noqa: E402
+from numpy_transformer.beyond_text.vision import VisionTransformer  # noqa: E402
+from numpy_transformer.config import TransformerConfig  # noqa: E402
+from numpy_transformer.decoding import inference_mode  # noqa: E402
 
 
 def parse_arguments(argv=None):
@@ -42,8 +44,14 @@ def parse_arguments(argv=None):
     parser.add_argument("--label-smoothing", type=float, default=0.1)
     parser.add_argument("--limit", type=int, default=None, help="use only this many images (quick runs)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--figure", default=str(FIGURE), help="where to draw the [CLS] attention ('' for none)")
+    add_figure_arguments(parser, __file__)
     return parser.parse_args(argv)
+
+
+def add_figure_arguments(parser, script):
+    """--threads, --out and --no-figure, as this example and digits_to_words.py take them."""
+    add_example_arguments(parser, script)
+    parser.add_argument("--no-figure", action="store_true", help="draw no figure (and need no matplotlib)")
 
 
 def load_images(dataset, seed, limit=None):
@@ -70,7 +78,7 @@ def load_mnist(limit):
         tables = load_hub_dataset("mnist", what="MNIST", local_hint="the bundled --dataset digits, no network needed")
     except DataUnavailableError as error:            # its third way on, the translation corpus, is not for images
         message = str(error).split("\n  3.")[0].replace("Three ways on", "Two ways on")
-        raise SystemExit(f"vit_digits.py: error: {message}") from None
+        raise DataUnavailableError(message) from None
     splits = []
     for split in ("train", "test"):
         table = tables[split].select(range(min(limit or len(tables[split]), len(tables[split]))))
@@ -91,9 +99,9 @@ def build_model(args, image_size, rng):
 def train(model, batch_loss, n_examples, args, rng):
     """Adam on `batch_loss(indices)` (a scalar Tensor) over shuffled batches of the n_examples;
     the mean loss of each epoch."""
-    optimizer = Adam(model.named_parameters(), lr=args.lr)
+    optimizer = Adam(model.named_parameters(), lr=args.lr, threads=args.threads)
     losses = []
-    for _ in range(args.epochs):
+    for _ in progress(range(args.epochs), desc="training", unit="epoch"):
         order, total = rng.permutation(n_examples), 0.0
         for begin in range(0, n_examples, args.batch_size):
             batch = order[begin:begin + args.batch_size]
@@ -154,6 +162,7 @@ def draw(images, maps, labels, predictions, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
+    require(*(() if args.dataset == "mnist" else ("sklearn",)), *(() if args.no_figure else ("matplotlib",)))
     args.patch_size = args.patch_size or (7 if args.dataset == "mnist" else 2)
     train_x, train_y, test_x, test_y, description = load_images(args.dataset, args.seed, args.limit)
     print(f"data: {description}")
@@ -164,13 +173,13 @@ def main(argv=None):
     seconds = time.perf_counter() - began
     accuracy = float((predict(model, test_x) == test_y).mean())
     print(f"training loss: {losses[0]:.3f} (epoch 1) → {losses[-1]:.3f} (epoch {len(losses)}), {seconds:.0f} s")
-    if args.figure:
+    if not args.no_figure:
         shown = np.arange(min(8, len(test_x)))
-        maps = cls_attention(model, test_x[shown])
-        print(f"figure: {draw(test_x[shown], maps, test_y[shown], predict(model, test_x[shown]), args.figure)}")
+        maps, path = cls_attention(model, test_x[shown]), output_folder(args) / "vit_cls_attention.png"
+        print(f"figure: {draw(test_x[shown], maps, test_y[shown], predict(model, test_x[shown]), path)}")
     print(f"test accuracy: {accuracy:.2f}")
     return {"losses": losses, "accuracy": accuracy, "model": model}
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

@@ -2,7 +2,7 @@
 prevents attention collapse early in training".
 
     python examples/warmup_attention.py                        # the default model, ~2 minutes
-    python examples/warmup_attention.py --steps 800 --figure warmup.png
+    python examples/warmup_attention.py --steps 800 --out runs/warmup
 
 Two runs of the default model (1 + 1 layers, d_model 128, 4 heads) on the built-in corpus,
 the same seed, data and batches; only the learning rate differs:
@@ -16,21 +16,27 @@ of validation pairs in eval mode, the mean attention entropy of each kind of att
     H = −Σ_j A_ij log A_ij,   averaged over the heads and the real (non-padding) query rows:
 
 0 when a head puts all its weight on one key (collapse), log n when it spreads evenly over n
-keys. The output is a table of both runs and a figure of the loss and the entropies.
+keys. The output is a table of both runs and a figure of the loss and the entropies,
+OUT/warmup_attention.png (--out, default runs/examples/warmup_attention/). --threads N: BLAS
+threads and the optimizer's (default 1).
 """
 import argparse
 import dataclasses
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, on_terminal, output_folder, require,
+                                                   run_example, threads_from_command_line)
 
-from autograd.optim import Adam
-from numpy_transformer.analysis.hooks import attention_modules, kind_of
-from numpy_transformer.data.batching import make_batch
-from numpy_transformer.decoding import inference_mode
-from numpy_transformer.model import Transformer
-from numpy_transformer.training.settings import model_config, resolve
-from numpy_transformer.training.loop import Trainer, run_generators
-from numpy_transformer.training.prepare import prepare_data
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+from autograd.optim import Adam  # noqa: E402
+from numpy_transformer.analysis.hooks import attention_modules, kind_of  # noqa: E402
+from numpy_transformer.data.batching import make_batch  # noqa: E402
+from numpy_transformer.decoding import inference_mode  # noqa: E402
+from numpy_transformer.model import Transformer  # noqa: E402
+from numpy_transformer.training.settings import model_config, resolve  # noqa: E402
+from numpy_transformer.training.loop import Trainer, run_generators  # noqa: E402
+from numpy_transformer.training.prepare import prepare_data  # noqa: E402
 
 KINDS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 
@@ -41,7 +47,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--every", type=int, default=10, help="steps between probes (default 10)")
     parser.add_argument("--n-pairs", type=int, default=20_000, help="size of the built-in corpus (default 20000)")
     parser.add_argument("--d-model", type=int, default=128, help="d_model (default 128, the default preset's)")
-    parser.add_argument("--figure", default="warmup_attention.png", help="where to draw the figure")
+    add_example_arguments(parser, __file__)
     return parser.parse_args(argv)
 
 
@@ -71,8 +77,8 @@ def run(schedule, args, data, probe_batch):
     model_rng, data_rng = run_generators(training.seed)
     model = Transformer(config, model_rng)
     optimizer = Adam(model.named_parameters(), lr=training.learning_rate(config.d_model), betas=training.betas,
-                     eps=training.eps)
-    trainer = Trainer(model, optimizer, data.train, training, data_rng, report=None)
+                     eps=training.eps, threads=args.threads)
+    trainer = Trainer(model, optimizer, data.train, training, data_rng, report=None, progress=on_terminal())
     records = [(0, float("nan"), attention_entropy(model, probe_batch))]
 
     def probe(trainer):
@@ -121,6 +127,7 @@ def draw(records, path):
 
 def main(argv=None):
     args = parse_arguments(argv)
+    require("matplotlib")
     _, _, data_config = resolve("grammar", data={"n_pairs": args.n_pairs})
     args.max_len = data_config.max_len
     data = prepare_data(data_config)
@@ -128,9 +135,9 @@ def main(argv=None):
     print(f"data: {data.splits.source}")
     records = {schedule: run(schedule, args, data, probe_batch) for schedule in ("warmup", "constant")}
     print(table(records))
-    print(f"figure: {draw(records, args.figure)}")
+    print(f"figure: {draw(records, output_folder(args) / 'warmup_attention.png')}")
     return records
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

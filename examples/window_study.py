@@ -6,6 +6,10 @@ decoder self, cross) on held-out sentences, and compare the knees.
     python examples/window_study.py                                  # en→it built-in, en→de Multi30k
     python examples/window_study.py --multi30k /path/to/multi30k     # a folder with train.jsonl, val.jsonl
 
+The trained runs go into --out (default runs/examples/window_study/), the figure
+window_study.png into --figures (default: --out); --threads N: BLAS threads and the optimizer's
+(default 1).
+
 The pairs: the built-in en→it corpus (synthetic: templated sentences, so its window structure is
 the generator's, not Italian's) and Multi30k en→de (real captions, read from the files
 train.jsonl and val.jsonl in --multi30k, default multi30k/ in the repository).
@@ -31,20 +35,24 @@ in the digits): a table per pair (knees per head, the uniform yardstick last), t
     …
     | decoder.0.cross_attn | w | 3.45 (3.25–3.69) [5.42] | 4.84 (4.70–5.00) [6.20] | -1.39 [-1.80, -0.94] | yes |
     …
-    figure: docs/figures/window_study.png
+    figure: runs/examples/window_study/window_study.png
 """
 import argparse
 import time
 from pathlib import Path
 
-import numpy as np
+from numpy_transformer.cli.example_scripts import (add_example_arguments, on_terminal, progress, require,
+                                                   run_example, threads_from_command_line)
 
-from numpy_transformer.analysis.capture import capture_sentence
-from numpy_transformer.analysis.window_study import (
+threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
+import numpy as np  # noqa: E402
+
+from numpy_transformer.analysis.capture import capture_sentence  # noqa: E402
+from numpy_transformer.analysis.window_study import (  # noqa: E402
     DEFAULT_NUM_POS, DEFAULT_WIDTHS, KNEE_FRACTION, NUM_POS_WIDTH, WIDTH_NUM_POS, HeadSweep, bootstrap_difference,
     knee, stacked, sweep_heads, uniform_like)
-from numpy_transformer.training.settings import resolve
-from numpy_transformer.training.run import Run
+from numpy_transformer.training.settings import resolve  # noqa: E402
+from numpy_transformer.training.run import Run  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 DEFAULT_MULTI30K = REPOSITORY / "multi30k"
@@ -56,8 +64,8 @@ def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--multi30k", default=str(DEFAULT_MULTI30K),
                         help="folder holding Multi30k's train.jsonl and val.jsonl (default multi30k/ in the repository)")
-    parser.add_argument("--out", default="runs/window_study", help="folder of the trained runs")
-    parser.add_argument("--figure", default="docs/figures/window_study.png")
+    add_example_arguments(parser, __file__)
+    parser.add_argument("--figures", type=Path, default=None, help="folder of the figure (default: --out)")
     parser.add_argument("--n-pairs", type=int, default=6000, help="size of the built-in corpus (default 6000)")
     parser.add_argument("--subset", type=int, help="keep only the first N training pairs of Multi30k")
     parser.add_argument("--d-model", type=int, default=64)
@@ -103,11 +111,11 @@ def train(args, pair, seed):
                     log_every=max(args.steps // 10, 1), checkpoint_every=args.steps)
     directory = Path(args.out) / f"{pair.split()[-1].lower()}-seed{seed}"
     run = Run.new(directory, *resolve("thesis-8-heads", model, training, data_settings(args, pair)),
-                  overwrite=True, report=None)
+                  overwrite=True, report=None, threads=args.threads, progress=on_terminal())
     start = time.perf_counter()
     result = run.train()
     print(f"{pair}, seed {seed}: trained {result.step} steps in {time.perf_counter() - start:.0f} s, validation "
-          f"loss {result.validation_loss:.3f}")
+          f"loss {result.validation_loss:.3f} (the run: {directory})")
     return run.model, run.data.src_tokenizer, run.data.tgt_tokenizer, run.data.splits
 
 
@@ -130,7 +138,7 @@ def sweep_model(model, src_tokenizer, tgt_tokenizer, pairs, args):
     pair, and last the uniform head of the same shape (the yardstick)."""
     widths, num_pos_values = range(args.max_width + 1), range(args.max_num_pos + 1)
     sweeps = {kind: [] for kind in KINDS}
-    for pair in pairs:
+    for pair in progress(pairs, desc="sweeping the heads", unit="sentence"):
         capture = capture_sentence(model, src_tokenizer, tgt_tokenizer, pair.src, pair.tgt)
         for kind in KINDS:
             weights = capture.weights[kind]
@@ -258,6 +266,7 @@ def draw(results, path, fraction):
 def main(argv=None):
     args = parse_arguments(argv)
     multi30k_files(args.multi30k)                       # fail before training anything
+    require("matplotlib")
     start, cpu = time.perf_counter(), time.process_time()
     results = {}
     for pair in PAIRS:
@@ -270,9 +279,9 @@ def main(argv=None):
           f"bootstrap over sentences)\n\n{table}\n")
     print("\n".join(verdicts))
     print(f"\nwall {time.perf_counter() - start:.0f} s, CPU {time.process_time() - cpu:.0f} s")
-    print(f"figure: {draw(results, args.figure, args.fraction)}")
+    print(f"figure: {draw(results, (args.figures or args.out) / 'window_study.png', args.fraction)}")
     return results
 
 
 if __name__ == "__main__":
-    main()
+    run_example(main, __file__)

@@ -12,9 +12,10 @@ def example():
 
 
 def test_the_table_and_figure_cover_every_task_and_learning_approaches_the_construction(example, tmp_path, capsys):
-    constructed, learned = example.main(["--n", "5", "--steps", "150", "--figure", str(tmp_path / "a.png")])
+    constructed, learned = example.main(["--n", "5", "--steps", "150", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert list(constructed) == list(learned) == ["copy", "shift", "average", "local"]
     assert all(f"| {task} |" in out for task in constructed)
-    assert out.strip().splitlines()[-1] == f"figure: {tmp_path / 'a.png'}" and (tmp_path / "a.png").is_file()
+    assert out.strip().splitlines()[-1] == f"figure: {tmp_path / 'attention_constructions.png'}"
+    assert (tmp_path / "attention_constructions.png").is_file()
     assert max(total_variation(learned[task][0], constructed[task]) for task in constructed) < 0.05

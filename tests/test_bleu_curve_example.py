@@ -28,8 +28,8 @@ def test_the_curve_has_a_point_every_few_steps_and_at_the_end(example, tmp_path)
 
 def test_written_curves_are_drawn_against_minutes(example, tmp_path):
     example.main([*TINY, "--out", str(tmp_path / "run")])
-    assert example.main(["--plot", f"tiny={tmp_path / 'run' / 'curve.jsonl'}", "--figure", str(tmp_path / "c.png")]) is None
-    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert example.main(["--plot", f"tiny={tmp_path / 'run' / 'curve.jsonl'}", "--out", str(tmp_path / "plot")]) is None
+    assert (tmp_path / "plot" / "bleu_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_minutes_budget_ends_the_run(example, tmp_path):

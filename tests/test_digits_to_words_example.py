@@ -19,9 +19,9 @@ def test_every_digit_is_written_once_in_each_language_after_its_tag():
 
 def test_a_tiny_run_learns_draws_the_figure_and_ends_with_the_exact_match(tmp_path, capsys):
     example = load_example("digits_to_words")
-    figure = tmp_path / "cross.png"
+    figure = tmp_path / "digits_to_words_attention.png"
     result = example.main(["--limit", "200", "--epochs", "8", "--d-model", "16", "--heads", "2", "--encoder-layers", "1",
-                           "--lr", "1e-2", "--batch-size", "32", "--label-smoothing", "0", "--figure", str(figure)])
+                           "--lr", "1e-2", "--batch-size", "32", "--label-smoothing", "0", "--out", str(tmp_path)])
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "data: scikit-learn digits, 150 train / 50 test (8 × 8), each named in English and Italian"
     assert re.fullmatch(r"test exact match: (0\.\d\d|1\.00)", lines[-1])

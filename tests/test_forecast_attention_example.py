@@ -15,8 +15,8 @@ def example():
 
 
 def test_the_run_ends_with_the_three_mase_on_the_tail(example, tmp_path, capsys):
-    figure = tmp_path / "forecast.png"
-    result = example.main(["--steps", "5", "--window", "5", "--d-model", "8", "--heads", "2", "--figure", str(figure)])
+    figure = tmp_path / "forecast_attention.png"
+    result = example.main(["--steps", "5", "--window", "5", "--d-model", "8", "--heads", "2", "--out", str(tmp_path)])
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert re.fullmatch(r"MASE: model \d+\.\d\d, naive \d+\.\d\d, linear AR \d+\.\d\d", last)
     _, prices = example.load_prices()

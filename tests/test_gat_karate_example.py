@@ -23,10 +23,10 @@ def test_the_data_is_the_karate_club_with_its_two_factions_led_by_the_labelled_m
 
 
 def test_a_seeded_run_prints_the_accuracy_last_draws_the_figure_and_repeats_exactly(example, tmp_path, capsys):
-    figure = tmp_path / "gat.png"
-    accuracy = example.main(TINY + ["--figure", str(figure)])
+    figure = tmp_path / "gat_karate.png"
+    accuracy = example.main(TINY + ["--out", str(tmp_path)])
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert re.fullmatch(r"accuracy: [01]\.\d\d", last) and last == f"accuracy: {accuracy:.2f}"
     assert figure.is_file() and figure.stat().st_size > 10_000
-    assert example.main(TINY + ["--figure", ""]) == accuracy
+    assert example.main(TINY + ["--no-figure"]) == accuracy
     assert accuracy > 0.5                                    # better than a coin on 32 members

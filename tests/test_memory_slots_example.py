@@ -15,11 +15,11 @@ def example():
 
 def test_a_tiny_run_is_probed_every_few_steps_and_draws_its_figure(example, tmp_path, capsys):
     records = example.main(["--steps", "20", "--every", "10", "--n-pairs", "300", "--d-model", "16", "--slots", "2",
-                            "--figure", str(tmp_path / "slots.png")])
+                            "--out", str(tmp_path)])
     assert [step for step, *_ in records] == [0, 10, 20]
     assert set(records[0][2]) == {"encoder.0.self_attn", "decoder.0.self_attn", "decoder.0.cross_attn"}
     assert all(0 < mass < 1 for *_, masses in records for mass in masses.values())
-    assert (tmp_path / "slots.png").is_file() and capsys.readouterr().out.splitlines()[-1].startswith(
+    assert (tmp_path / "memory_slots.png").is_file() and capsys.readouterr().out.splitlines()[-1].startswith(
         "attention mass on 2 slots after 20 steps")
 
 

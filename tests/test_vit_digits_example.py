@@ -9,9 +9,9 @@ from run_helpers import load_example
 
 def test_a_tiny_run_learns_draws_the_figure_and_ends_with_the_accuracy(tmp_path, capsys):
     example = load_example("vit_digits")
-    figure = tmp_path / "cls.png"
+    figure = tmp_path / "vit_cls_attention.png"
     result = example.main(["--limit", "300", "--epochs", "10", "--d-model", "16", "--heads", "2", "--layers", "1",
-                           "--lr", "1e-2", "--batch-size", "32", "--label-smoothing", "0", "--figure", str(figure)])
+                           "--lr", "1e-2", "--batch-size", "32", "--label-smoothing", "0", "--out", str(tmp_path)])
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "data: scikit-learn digits, 225 train / 75 test (8 × 8)"
     assert re.fullmatch(r"test accuracy: 0\.\d\d|test accuracy: 1\.00", lines[-1])

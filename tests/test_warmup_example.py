@@ -15,11 +15,11 @@ def example():
 
 def test_the_two_runs_start_alike_and_are_probed_every_few_steps(example, tmp_path, capsys):
     records = example.main(["--steps", "20", "--every", "10", "--n-pairs", "300", "--d-model", "16",
-                            "--figure", str(tmp_path / "warmup.png")])
+                            "--out", str(tmp_path)])
     assert [step for step, *_ in records["warmup"]] == [step for step, *_ in records["constant"]] == [0, 10, 20]
     assert records["warmup"][0][2] == records["constant"][0][2]                  # the same model at step 0
     assert records["warmup"][1][1] > records["constant"][1][1]                   # warm-up starts slower
-    assert (tmp_path / "warmup.png").is_file() and "| 20 |" in capsys.readouterr().out
+    assert (tmp_path / "warmup_attention.png").is_file() and "| 20 |" in capsys.readouterr().out
 
 
 def test_the_entropy_is_zero_for_one_hot_rows_and_log_n_for_uniform_ones(example, monkeypatch):

@@ -31,7 +31,7 @@ def test_both_pairs_are_swept_on_every_kind_and_the_figure_is_the_last_line(exam
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         results = example.main([*TINY, "--multi30k", str(write_multi30k(tmp_path / "m30k")),
-                                "--out", str(tmp_path / "runs"), "--figure", str(tmp_path / "w.png")])
+                                "--out", str(tmp_path / "runs"), "--figures", str(tmp_path)])
     assert list(results) == list(example.PAIRS)
     for sweeps in results.values():
         assert list(sweeps) == list(example.KINDS)
@@ -42,8 +42,8 @@ def test_both_pairs_are_swept_on_every_kind_and_the_figure_is_the_last_line(exam
             assert ((sweep.width.captured > 0) & (sweep.width.captured <= 1 + 1e-9)).all()
     printed = out.getvalue()
     assert "| decoder.0.cross_attn | w |" in printed and "en→de Multi30k" in printed
-    assert printed.strip().splitlines()[-1] == f"figure: {tmp_path / 'w.png'}"
-    assert (tmp_path / "w.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert printed.strip().splitlines()[-1] == f"figure: {tmp_path / 'window_study.png'}"
+    assert (tmp_path / "window_study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_missing_multi30k_folder_is_named_before_training(example, tmp_path):

@@ -80,11 +80,17 @@ def limit_blas_threads(threads):
     return True
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else list(argv)
+def threads_from_arguments(argv):
+    """Fix the BLAS thread count from --threads in argv (1 when it is not given and the
+    environment sets none), before NumPy loads; an invalid value is left to the parser."""
     threads = requested_threads(argv)
     if threads is None or threads >= 1:
         limit_blas_threads(threads)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    threads_from_arguments(argv)
     reuse_freed_memory()
     args = build_parser().parse_args(argv)
     from numpy_transformer.data import DataUnavailableError
@@ -138,10 +144,14 @@ OS_ERROR_ADVICE = {
 
 
 def os_error_message(error):
-    """One sentence for an OSError: the path (quoted where it holds characters that do not print),
-    what went wrong, what to do; files written atomically (checkpoints among them) keep their
-    previous version."""
+    """One sentence for an OSError: `os_error_text`; files written atomically (checkpoints among
+    them) keep their previous version."""
+    return f"{os_error_text(error)} (files written before are kept whole)"
+
+
+def os_error_text(error):
+    """An OSError as the path (quoted where it holds characters that do not print), what went
+    wrong, what to do."""
     name = str(error.filename) if error.filename else ""
     where = f"{name if name.isprintable() else repr(name)}: " if name else ""      # a NUL or a newline shown, not sent
-    advice = OS_ERROR_ADVICE.get(error.errno, error.strerror or str(error))
-    return f"{where}{advice} (files written before are kept whole)"
+    return f"{where}{OS_ERROR_ADVICE.get(error.errno, error.strerror or str(error))}"
