@@ -9,7 +9,10 @@ column (U(±a) has variance a²/3):
 |                  |                                   | and N(0, 1/(h d_v)) with h d_v = d     |                   |
 |                  | embeddings (V × d)                | N(0, 1/d), as built                    | 1/d               |
 | `xavier_uniform` | every matrix, embeddings included | U(±√(6/(fan_in + fan_out))), the       | 2/(fan_in+fan_out)|
-|                  |                                   | Annotated Transformer's recipe         |                   |
+| (the Annotated   |                                   | Annotated Transformer's recipe         |                   |
+| Transformer's)   | W_q, W_k, W_v                     | as the recipe draws them: one matrix,  | 1/(2d)            |
+|                  |                                   | PyTorch's packed in_proj (3d × d):     |                   |
+|                  |                                   | U(±√(6/4d))                            |                   |
 | `torch`          | Linear W                          | U(±1/√d_in): kaiming_uniform(a=√5)     | 1/(3 d_in)        |
 |                  | Linear b                          | U(±1/√d_in)                            | 1/(3 d_in)        |
 |                  | W_q, W_k, W_v                     | xavier_uniform of in_proj (3d × d):    | 1/(2d)            |
@@ -71,10 +74,10 @@ def draw(scheme, name, shape, parameters, rng):
 def weight_bound(scheme, name, shape):
     """a of U(±a) for a Linear weight (d_in, d_out) under `scheme`."""
     d_in, d_out = shape
-    if scheme == "xavier_uniform":
-        return math.sqrt(6 / (d_in + d_out))
     if any(part in name for part in ATTENTION):
         return math.sqrt(6 / (d_in + 3 * d_out))          # xavier_uniform of the packed (3d, d) in_proj
+    if scheme == "xavier_uniform":
+        return math.sqrt(6 / (d_in + d_out))
     return 1 / math.sqrt(d_in)
 
 

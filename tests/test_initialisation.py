@@ -25,7 +25,9 @@ EXPECTED = {
     "xavier": {"encoder.layers.0.self_attn.W_q.weight": 1 / D, "encoder.layers.0.self_attn.W_c.weight": 1 / D,
                "encoder.layers.0.feed_forward.W_1.weight": 2 / (D + D_FF), "encoder.embedding.weight": 1 / D,
                "projection.weight": 2 / (D + VOCAB)},
-    "xavier_uniform": {"encoder.layers.0.self_attn.W_q.weight": 1 / D,
+    "xavier_uniform": {"encoder.layers.0.self_attn.W_q.weight": 1 / (2 * D),
+                       "decoder.layers.0.cross_attn.W_v.weight": 1 / (2 * D),
+                       "encoder.layers.0.self_attn.W_c.weight": 1 / D,
                        "encoder.layers.0.feed_forward.W_1.weight": 2 / (D + D_FF),
                        "encoder.embedding.weight": 2 / (VOCAB + D), "projection.weight": 2 / (D + VOCAB)},
     "torch": {"encoder.layers.0.self_attn.W_q.weight": 1 / (2 * D), "encoder.layers.0.self_attn.W_c.weight": 1 / (3 * D),
@@ -93,3 +95,18 @@ def test_the_default_preset_starts_a_real_vocabulary_s_words_below_their_positio
         assert 0.15 < words < 0.25 < 0.55 < positions
     notes = Transformer(dataclasses.replace(config, init="xavier"), np.random.default_rng(0))
     assert math.sqrt(config.d_model) * notes.encoder.embedding.weight.data.std() > positions
+
+
+@pytest.mark.torch
+def test_xavier_uniform_draws_q_k_v_as_the_recipe_does_in_pytorch():
+    """The Annotated Transformer's recipe applies `xavier_uniform_` to every matrix of
+    `torch.nn.Transformer`, whose W_q, W_k, W_v are one packed (3d × d) in_proj: each gets the
+    variance 1/(2d), not the 1/d of a d × d matrix of its own."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(D, 8, batch_first=True)
+    torch.nn.init.xavier_uniform_(attention.in_proj_weight)
+    torch_q = attention.in_proj_weight.detach().numpy()[:D].astype(np.float64)
+    ours = big("xavier_uniform")["encoder.layers.0.self_attn.W_q.weight"].data.astype(np.float64)
+    assert np.abs(ours).max() <= np.abs(torch_q).max() * 1.001
+    assert ours.var() == pytest.approx(torch_q.var(), rel=0.03)
