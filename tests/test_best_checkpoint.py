@@ -20,10 +20,10 @@ from numpy_transformer.training.settings import DataConfig
 from run_helpers import assert_clear_error, assert_same_weights, run_main, tiny_configs, weights
 
 # A high constant learning rate on 54 training pairs: the validation loss falls, then rises.
-RISING = dict(steps=30, schedule="constant", lr=0.1, eval_every=5, checkpoint_every=10)
+RISING = dict(steps=30, schedule="constant", lr=0.2, eval_every=5, checkpoint_every=10)
 SMALL_CORPUS = dict(n_pairs=60)
 TINY_FLAGS = ["--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary", "--n-pairs", "60", "--max-len", "32", "--d-model", "16", "--n-heads", "2", "--d-ff", "32",
-              "--batch-size", "16", "--lr", "0.1", "--eval-every", "5", "--checkpoint-every", "10", "--log-every",
+              "--batch-size", "16", "--lr", "0.2", "--eval-every", "5", "--checkpoint-every", "10", "--log-every",
               "2", "--samples", "0", "--beam", "1", "--quiet"]
 OLD_RUN = Path(__file__).parent / "data" / "checkpoints_0_1" / "translation"
 
