@@ -41,6 +41,7 @@ import dataclasses
 ONE_LAYER = dict(n_encoder_layers=1, n_decoder_layers=1)
 THESIS_RUN = dict(batch_size=8, steps=None, epochs=20, schedule="constant", lr=1e-4, eval_every=1000,
                   log_every=100, checkpoint_every=1000)
+SMALL_MODEL = dict(d_model=128, n_heads=4, d_ff=512, dropout=0.1, init="xavier_uniform", **ONE_LAYER)  # default's
 BUILTIN_DATA = dict(dataset="builtin", tokenizer="word", shared_vocabulary=False)   # the synthetic grammar, by words
 OPUS_BOOKS = dict(dataset="opus_books", pair="en-it", max_len=350)
 LANGUAGE_MODEL_RUN = dict(batch_size=64, schedule="warmup", warmup_steps=400, lr_factor=1.0, label_smoothing=0.0,
@@ -66,14 +67,14 @@ PRESETS = {
     "default": Preset(
         "small and thesis-like (one layer each side, 4 heads, d_model 128) on the real Tatoeba English–Italian "
         "sentences in the package, one unigram vocabulary of 8,000 pieces, 3,000 steps",
-        dict(d_model=128, n_heads=4, d_ff=512, dropout=0.1, init="xavier_uniform", **ONE_LAYER),
+        SMALL_MODEL,
         dict(batch_size=64, steps=3000, schedule="warmup", warmup_steps=400, lr_factor=1.0, eval_every=500,
              log_every=50, checkpoint_every=500),
         dict(dataset="tatoeba", max_len=64, tokenizer="unigram", vocab_size=8000, shared_vocabulary=True)),
     "grammar": Preset(
         "the default model on the synthetic grammar (the built-in corpus, whose word alignments chapter 3 compares "
         "the heads with), word-level vocabularies, 1,500 steps: about a minute on 2 cores",
-        dict(d_model=128, n_heads=4, d_ff=512, dropout=0.1, init="xavier_uniform", **ONE_LAYER),
+        SMALL_MODEL,
         dict(batch_size=64, steps=1500, schedule="warmup", warmup_steps=400, lr_factor=1.0, eval_every=250,
              log_every=50, checkpoint_every=500),
         dict(BUILTIN_DATA, max_len=64)),
@@ -93,7 +94,7 @@ PRESETS = {
     "small-real": Preset(
         "a real corpus of about 30,000 pairs (Multi30k en-de from the Hub by default): the default model, "
         "Glorot-uniform weights, a shared unigram vocabulary of 8,000 pieces, 10,000 steps (30-40 minutes)",
-        dict(d_model=128, n_heads=4, d_ff=512, dropout=0.1, init="xavier_uniform", **ONE_LAYER),
+        SMALL_MODEL,
         dict(batch_size=64, steps=10_000, schedule="warmup", warmup_steps=400, lr_factor=1.0, eval_every=1000,
              log_every=100, checkpoint_every=1000),
         dict(dataset="bentrevett/multi30k", pair="en-de", max_len=64, tokenizer="unigram", vocab_size=8000,
