@@ -22,7 +22,7 @@ import time
 
 from numpy_transformer.cli.common import EXIT_INTERRUPTED, add_common_arguments, add_decoding_arguments, \
     json_object, non_negative_integer
-from numpy_transformer.training.presets import PRESETS, TASK_PRESETS
+from numpy_transformer.training.presets import PRESETS, TASK_PRESETS, measured_duration
 
 TASKS = tuple(TASK_PRESETS)
 
@@ -104,6 +104,12 @@ DATA_FLAGS = [
 ]
 
 
+def preset_help(name, preset):
+    """A preset's description, with the time it took where it was measured."""
+    took = measured_duration(name)
+    return f"{preset.description} ({took})" if took else preset.description
+
+
 def add_parser(commands):
     train = commands.add_parser("train", help="train a translation model or a language model (built-in corpus by "
                                               "default)",
@@ -115,7 +121,7 @@ def add_parser(commands):
                        help="translation (the default), lm (a causal language model, GPT) or mlm (a masked one, BERT)")
     train.add_argument("--preset", choices=list(PRESETS),
                        help="the task's own if not given (default, lm, mlm). " +
-                            "; ".join(f"{name}: {preset.description}" for name, preset in PRESETS.items()))
+                            "; ".join(f"{name}: {preset_help(name, preset)}" for name, preset in PRESETS.items()))
     train.add_argument("--resume", action="store_true", help="continue the run saved in --out")
     train.add_argument("--overwrite", action="store_true", help="replace a run already saved in --out")
     groups = (("model", MODEL_FLAGS), ("training", TRAINING_FLAGS), ("data", DATA_FLAGS))

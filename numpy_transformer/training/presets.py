@@ -1,22 +1,23 @@
 """Named settings for `numpy-transformer train --preset NAME`; every field can still be
-overridden by a flag (`--d-model 256`, `--steps 5000`, …).
+overridden by a flag (`--d-model 256`, `--steps 5000`, …). How long each takes is in
+`numpy-transformer train --help`, measured (`measured_duration`).
 
 | preset          | model                                    | training                                        | data                    |
 |-----------------|------------------------------------------|-------------------------------------------------|-------------------------|
 | default         | 1 + 1 layers, d 128, 4 heads, d_ff 512,  | batch 64, 3,000 steps, warm-up 400              | Tatoeba en-it (in the   |
 |                 | Glorot-uniform weights                   |                                                 | package), shared unigram|
 |                 |                                          |                                                 | 8,000, max length 64    |
-| grammar         | the default model                        | batch 64, 1,500 steps, warm-up 400 (~1 min)     | built-in, words, 64     |
+| grammar         | the default model                        | batch 64, 1,500 steps, warm-up 400              | built-in, words, 64     |
 | thesis-1-head   | 1 + 1 layers, d 512, 1 head, d_ff 2048   | batch 8, 20 epochs, constant lr 1e-4            | opus_books en-it, 350   |
 | thesis-8-heads  | 1 + 1 layers, d 512, 8 heads, d_ff 2048  | batch 8, 20 epochs, constant lr 1e-4            | opus_books en-it, 350   |
 | base            | 6 + 6 layers, d 512, 8 heads, d_ff 2048, | batch 64, 100,000 steps, warm-up 4,000          | opus_books en-it, 350   |
 |                 | tied target embedding (the paper's base) |                                                 |                         |
-| small-real      | 1 + 1 layers, d 128, 4 heads, d_ff 512,  | batch 64, 10,000 steps, warm-up 400 (30-40 min) | Multi30k en-de (Hub),   |
+| small-real      | 1 + 1 layers, d 128, 4 heads, d_ff 512,  | batch 64, 10,000 steps, warm-up 400             | Multi30k en-de (Hub),   |
 |                 | Glorot-uniform weights                   |                                                 | shared unigram, 8,000   |
 | lm              | GPT: 2 causal layers, d 128, 4 heads,    | batch 64, 1,500 steps, warm-up 400, no label    | built-in, English side, |
-|                 | d_ff 512, pre-norm, GELU, tied head      | smoothing (~2 min)                              | max length 64           |
+|                 | d_ff 512, pre-norm, GELU, tied head      | smoothing                                       | max length 64           |
 | mlm             | BERT: 2 layers, d 128, 4 heads, d_ff 512,| batch 64, 2,000 steps, warm-up 400, no label    | built-in, English side, |
-|                 | post-norm, GELU, the masked-LM head      | smoothing (~3 min)                              | max length 64           |
+|                 | post-norm, GELU, the masked-LM head      | smoothing                                       | max length 64           |
 
 The thesis presets are the experiments of §3.1 (one layer, to see what each head does); the
 default is their small, quick cousin, trained on the real English–Italian sentences that ship
@@ -37,6 +38,10 @@ built-in corpus. Label smoothing is off there, so the training loss is the cross
 exponential is the perplexity.
 """
 import dataclasses
+import json
+from pathlib import Path
+
+DURATIONS_FILE = Path(__file__).with_name("durations.json")    # written by scripts/regenerate_outputs.py
 
 ONE_LAYER = dict(n_encoder_layers=1, n_decoder_layers=1)
 THESIS_RUN = dict(batch_size=8, steps=None, epochs=20, schedule="constant", lr=1e-4, eval_every=1000,
@@ -73,7 +78,7 @@ PRESETS = {
         dict(dataset="tatoeba", max_len=64, tokenizer="unigram", vocab_size=8000, shared_vocabulary=True)),
     "grammar": Preset(
         "the default model on the synthetic grammar (the built-in corpus, whose word alignments chapter 3 compares "
-        "the heads with), word-level vocabularies, 1,500 steps: about a minute on 2 cores",
+        "the heads with), word-level vocabularies, 1,500 steps",
         SMALL_MODEL,
         dict(batch_size=64, steps=1500, schedule="warmup", warmup_steps=400, lr_factor=1.0, eval_every=250,
              log_every=50, checkpoint_every=500),
@@ -93,23 +98,43 @@ PRESETS = {
         OPUS_BOOKS),
     "small-real": Preset(
         "a real corpus of about 30,000 pairs (Multi30k en-de from the Hub by default): the default model, "
-        "Glorot-uniform weights, a shared unigram vocabulary of 8,000 pieces, 10,000 steps (30-40 minutes)",
+        "Glorot-uniform weights, a shared unigram vocabulary of 8,000 pieces, 10,000 steps (about 30 minutes on "
+        "Multi30k on a 2-core AMD EPYC, one thread)",
         SMALL_MODEL,
         dict(batch_size=64, steps=10_000, schedule="warmup", warmup_steps=400, lr_factor=1.0, eval_every=1000,
              log_every=100, checkpoint_every=1000),
         dict(dataset="bentrevett/multi30k", pair="en-de", max_len=64, tokenizer="unigram", vocab_size=8000,
              shared_vocabulary=True)),
     "lm": Preset(
-        "a small GPT (2 causal layers, d_model 128, 4 heads) on the English side of the built-in corpus: ~2 minutes",
+        "a small GPT (2 causal layers, d_model 128, 4 heads) on the English side of the built-in corpus",
         dict(d_model=128, n_heads=4, d_ff=512, n_layers=2, dropout=0.1),
         dict(LANGUAGE_MODEL_RUN, steps=1500), dict(task="lm", dataset="builtin", max_len=64)),
     "mlm": Preset(
-        "a small BERT (2 layers, d_model 128, 4 heads, post-norm) on the English side of the built-in corpus: "
-        "~3 minutes",
+        "a small BERT (2 layers, d_model 128, 4 heads, post-norm) on the English side of the built-in corpus",
         dict(d_model=128, n_heads=4, d_ff=512, n_layers=2, dropout=0.1, norm_placement="post"),
         dict(LANGUAGE_MODEL_RUN, steps=2000), dict(task="mlm", dataset="builtin", max_len=64)),
 }
 TASK_PRESETS = {"translation": "default", "lm": "lm", "mlm": "mlm"}     # the preset of a task named alone
+
+
+def about(seconds):
+    """A measured duration as the docs and the help round it: 'about a minute', 'about 4 minutes'."""
+    if seconds < 45:
+        return f"about {round(seconds)} seconds"
+    minutes = round(seconds / 60)
+    return "about a minute" if minutes == 1 else f"about {minutes} minutes"
+
+
+def measured_duration(name):
+    """'about 4 minutes on a 2-core AMD EPYC, one thread': how long `numpy-transformer train
+    --preset NAME` took when scripts/regenerate_outputs.py last ran it (durations.json), or None
+    for a preset it does not run. The README, the docs and `train --help` all give this figure."""
+    try:
+        measured = json.loads(DURATIONS_FILE.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    seconds = measured["presets"].get(name)
+    return None if seconds is None else f"{about(seconds)} on a {measured['machine']}, one thread"
 
 
 def get_preset(name):

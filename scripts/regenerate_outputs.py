@@ -1,0 +1,398 @@
+"""Regenerate the expected outputs that README.md and docs/ show, from the current code.
+
+Every output a page shows as "this command prints" lives between two marker lines,
+
+    <!-- begin output NAME -->
+    ...
+    <!-- end output NAME -->
+
+and this script alone writes what is between them: it runs the commands in a fresh folder, the
+way a user would after the quick start, and puts what they printed in place. It also writes the
+short run that `tests/test_expected_run.py` compares with (a change that moves the default run's
+numbers fails that test until this script has been run), and records in
+`docs/outputs.md` which machine and which date produced each output.
+
+    python scripts/regenerate_outputs.py --list           # the outputs and where they appear
+    python scripts/regenerate_outputs.py                  # all of them (--list gives their minutes)
+    python scripts/regenerate_outputs.py short-run examples
+    python scripts/regenerate_outputs.py default-run --print   # print, write nothing
+
+Times are part of some outputs (the default run's duration): run it on an idle machine; it
+warns when the load average says other programs share the cores. After a run, read the text
+around each region the script reports as changed: the docs' comments on a translation or a
+score are written by hand.
+"""
+import argparse
+from dataclasses import dataclass, field
+import datetime
+import json
+import os
+from pathlib import Path
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+LEDGER = REPO / "docs" / "outputs.json"
+LEDGER_REGION = "outputs-ledger"         # the table of docs/outputs.md, written from LEDGER
+DURATIONS = REPO / "numpy_transformer" / "training" / "durations.json"   # what `train --help` quotes
+SHORT_RUN = REPO / "tests" / "data" / "expected_short_run.json"
+REGION = re.compile(r"^<!-- begin output (?P<name>[\w.-]+) -->\n(?P<body>.*?)^<!-- end output (?P=name) -->$",
+                    re.S | re.M)
+
+# the short run of the main job that CI repeats (tests/test_expected_run.py): the default preset
+# on the first 4,000 Tatoeba pairs for 40 steps, validated every 20
+SHORT_RUN_ARGUMENTS = ["--steps", "40", "--eval-every", "20", "--log-every", "10", "--subset", "4000",
+                       "--samples", "0", "--beam", "1"]
+
+
+# ---------------------------------------------------------------------------------------------
+# running commands as a user would
+
+@dataclass
+class Result:
+    command: str
+    stdout: str
+    stderr: str
+    seconds: float
+    cpu_seconds: float
+    peak_gb: float             # the largest resident memory of the commands run so far
+
+
+@dataclass
+class Workspace:
+    """A fresh folder the commands run in (their `runs/…` land there), and what they took."""
+    folder: Path
+    environment: dict = field(default_factory=dict)
+    results: list = field(default_factory=list)
+
+    def run(self, command):
+        """Run `command` (a line as the docs print it: `numpy-transformer …` or `python examples/…`)
+        in the folder; stop the script with its standard error if it fails."""
+        words = split_command(command)
+        if words[0] == "numpy-transformer":
+            argv = [sys.executable, "-m", "numpy_transformer.cli", *words[1:]]
+        elif words[0] == "python":
+            argv = [sys.executable, str(REPO / words[1]), *words[2:]]
+        else:
+            raise ValueError(f"not a command the docs print: {command}")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+               "COLUMNS": "100", **self.environment}
+        before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        print(f"$ {command}", file=sys.stderr, flush=True)
+        done = subprocess.run(argv, cwd=self.folder, env=env, capture_output=True, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode != 0:
+            sys.exit(f"regenerate_outputs: `{command}` failed with status {done.returncode}:\n{done.stderr}")
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        result = Result(command, done.stdout, done.stderr, time.perf_counter() - start, cpu, after.ru_maxrss / 1e6)
+        self.results.append(result)
+        return result
+
+
+def split_command(command):
+    """The words of a printed command: `\\` continuations joined, a trailing `# comment` dropped."""
+    import shlex
+    return shlex.split(command.replace("\\\n", " "), comments=True)
+
+
+def trained_preset(command):
+    """The preset a printed `numpy-transformer train` runs as it is, with nothing but --out,
+    --preset or --task given (its duration is the preset's), or None."""
+    try:
+        words = split_command(command)
+    except ValueError:                       # a line cut inside quotes or at a `\`
+        return None
+    if words[:2] != ["numpy-transformer", "train"]:
+        return None
+    options = dict(zip(words[2::2], words[3::2]))
+    if len(words) % 2 or not set(options) <= {"--out", "--preset", "--task"}:
+        return None
+    from numpy_transformer.training.presets import TASK_PRESETS
+    return options.get("--preset") or TASK_PRESETS[options.get("--task", "translation")]
+
+
+def duration(seconds):
+    """'4 minutes 29 seconds', as the docs write a duration."""
+    minutes, seconds = divmod(round(seconds), 60)
+    parts = [f"{minutes} minute{'s' * (minutes != 1)}"] if minutes else []
+    return " ".join(parts + [f"{seconds} second{'s' * (seconds != 1)}"])
+
+
+def machine():
+    """The machine, the Python, NumPy and BLAS that produce the outputs, in one line."""
+    import numpy
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        from threadpoolctl import threadpool_info
+        blas = ", ".join(f"{info['internal_api']} {info['version']} ({info.get('architecture')} kernels)"
+                         for info in threadpool_info() if info["user_api"] == "blas")
+    except ImportError:
+        build = numpy.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        blas = f"{build['name']} {build['version']}"
+    return (f"{os.cpu_count()}-core {model} ({platform.system()}), Python {platform.python_version()}, "
+            f"NumPy {numpy.__version__}, {blas}")
+
+
+# ---------------------------------------------------------------------------------------------
+# picking the lines the docs show out of what a command printed
+
+def lines_matching(text, *patterns):
+    return [line for line in text.splitlines() if any(re.match(p, line) for p in patterns)]
+
+
+def sample_blocks(text, sources):
+    """The sample translations of a `train` printout whose source is one of `sources`, in order."""
+    blocks = re.findall(r"^  source .*\n(?:  \S.*\n)+", text, re.M)
+    chosen = {re.match(r"  source\s+(.*)", block).group(1): block.rstrip("\n") for block in blocks}
+    missing = [s for s in sources if s not in chosen]
+    if missing:
+        sys.exit(f"regenerate_outputs: the run printed no sample for {missing}; choose others")
+    return [chosen[s] for s in sources]
+
+
+def fenced(lines, language=""):
+    return "\n".join([f"```{language}", *lines, "```"])
+
+
+# ---------------------------------------------------------------------------------------------
+# the outputs
+
+@dataclass
+class Output:
+    name: str
+    summary: str
+    minutes: float             # on the 2-core development machine, idle
+    make: object               # Workspace -> {region name: text} (or {path: text} for files)
+    regions: tuple             # the names `make` returns
+
+
+def default_run(work):
+    """The default run (README.md and docs/training.md) and `translate` on its model."""
+    run = work.run("numpy-transformer train")
+    text = run.stdout
+    head = lines_matching(text, r"data:", r"pairs:", r"training pairs:", r"vocabulary", r"model: encoder",
+                          r"training:")
+    steps = lines_matching(text, r"step\s+\d+/")
+    results = text[text.index("Test split:"):].rstrip("\n").splitlines()
+    best = lines_matching(text, r"model: runs/default, best")
+    samples = re.findall(r"^  source\s+(.*)$", text, re.M)
+    took = (f"It took {duration(run.seconds)} on the {os.cpu_count()}-core machine the project is developed "
+            f"on ([which](docs/outputs.md); one BLAS thread, the default) and printed:")
+    readme = [*head, "...", steps[-1], "", "Sample test translations:",
+              *"\n\n".join(sample_blocks(text, samples[-2:][::-1])).splitlines(), "  ...", *results]
+    full = [*head, *steps, *best, "", "Sample test translations:",
+            *"\n\n".join(sample_blocks(text, samples)).splitlines(), "", *results]
+    training_sentence = (f"It prints this ({duration(run.seconds)} of wall time, {duration(run.cpu_seconds)} of "
+                         f"CPU, on the machine of [docs/outputs.md](outputs.md), one BLAS thread, the default; "
+                         f"longer when other programs share the cores; {run.peak_gb:.1f} GB of memory at its peak):")
+    sentences = ["Where is the station?", "I don't like coffee.", "Tom is reading a book in the garden.",
+                 "My sister lives in Rome.", "We will go to the beach tomorrow if it doesn't rain.",
+                 "I have been waiting for two hours."]
+    quoted = " ".join(f'"{s}"' for s in sentences)
+    translated = work.run(f"numpy-transformer translate --checkpoint runs/default {quoted}").stdout.splitlines()
+    readme_pick = work.run('numpy-transformer translate --checkpoint runs/default "Where is the station?" '
+                           '"My sister lives in Rome."').stdout.splitlines()
+    pairs = [f'    "{a}" "{b}"' for a, b in zip(sentences[::2], sentences[1::2])]
+    command = ["$ numpy-transformer translate --checkpoint runs/default \\", *[p + " \\" for p in pairs[:-1]], pairs[-1]]
+    return {
+        "default-run": "\n".join([took, "", fenced(readme)]),
+        "default-run-full": "\n".join([training_sentence, "", fenced(full)]),
+        "translate": (f"The first prints `{readme_pick[0]}` and `{readme_pick[1]}` (a small model after three "
+                      "passes over a phrase book makes mistakes too: [more, good and bad]"
+                      "(docs/training.md#the-default-run))."),
+        "translate-full": fenced([*command, *translated], "text"),
+        "docs/figures/training_default_loss.png": (work.folder / "runs" / "default" / "loss.png").read_bytes(),
+    }
+
+
+def grammar_run(work):
+    """The `grammar` preset, the synthetic corpus chapter 3 analyses (docs/training.md)."""
+    run = work.run("numpy-transformer train --preset grammar --out runs/grammar")
+    text = run.stdout
+    ending = [*lines_matching(text, r"step\s+\d+/")[-1:], "...", *text[text.index("Test split:"):].splitlines()]
+    return {"grammar-run": "\n".join([
+        f"`numpy-transformer train --preset grammar --out runs/grammar` took {duration(run.seconds)} on the "
+        f"machine of [outputs.md](outputs.md) and ended with:", "", fenced(ending)])}
+
+
+def short_run(work):
+    """The short seeded run CI repeats: losses, validation losses and the test cross-entropy."""
+    command = "numpy-transformer train --out runs/short " + " ".join(SHORT_RUN_ARGUMENTS)
+    work.run(command)
+    folder = work.folder / "runs" / "short"
+    log = [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
+    metrics = json.loads((folder / "metrics.json").read_text())
+    expected = {
+        "arguments": SHORT_RUN_ARGUMENTS,
+        "losses": {str(row["step"]): row["loss"] for row in log if "loss" in row},
+        "grad_norms": {str(row["step"]): row["grad_norm"] for row in log if "grad_norm" in row},
+        "validation_losses": {str(row["step"]): row["validation_loss"] for row in log if "validation_loss" in row},
+        "test_cross_entropy": metrics["test_cross_entropy"],
+        "parameters": metrics["parameters"],
+    }
+    return {str(SHORT_RUN.relative_to(REPO)): json.dumps(expected, indent=1) + "\n"}
+
+
+OUTPUTS = [
+    Output("short-run", "the short seeded run tests/test_expected_run.py compares with", 0.3, short_run,
+           (str(SHORT_RUN.relative_to(REPO)),)),
+    Output("default-run", "`numpy-transformer train` and `translate` on its model", 5, default_run,
+           ("default-run", "default-run-full", "translate", "translate-full",
+            "docs/figures/training_default_loss.png")),
+    Output("grammar-run", "`numpy-transformer train --preset grammar`", 1.2, grammar_run, ("grammar-run",)),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# writing regions, files and the ledger
+
+def regions_of(text):
+    return {match["name"]: match["body"] for match in REGION.finditer(text)}
+
+
+def all_regions():
+    """{region name: page} over README.md and docs/*.md."""
+    found = {}
+    for page in PAGES:
+        for name in regions_of((REPO / page).read_text(encoding="utf-8")):
+            if name in found:
+                sys.exit(f"regenerate_outputs: region {name} is in both {found[name]} and {page}")
+            found[name] = page
+    return found
+
+
+def replace_region(text, name, body):
+    def put(match):
+        return f"<!-- begin output {name} -->\n{body.rstrip(chr(10))}\n<!-- end output {name} -->"
+    new, count = re.subn(rf"^<!-- begin output {re.escape(name)} -->\n.*?^<!-- end output {re.escape(name)} -->$",
+                         put, text, flags=re.S | re.M)
+    assert count == 1, name
+    return new
+
+
+def write(produced, record):
+    """Put each produced region in its page and each produced file in place; return the names
+    that changed."""
+    pages, changed = all_regions(), []
+    for name, body in produced.items():
+        if name in pages:
+            path = REPO / pages[name]
+            text = path.read_text(encoding="utf-8")
+            new = replace_region(text, name, body)
+        else:
+            path = REPO / name
+            if not path.parent.is_dir():
+                sys.exit(f"regenerate_outputs: {name} is neither a region of the docs nor a file's place")
+            text = (path.read_bytes() if isinstance(body, bytes) else path.read_text(encoding="utf-8")) \
+                if path.exists() else None
+            new = body
+        if new != text:
+            changed.append(name)
+            temporary = path.with_name(path.name + ".regenerating")
+            if isinstance(new, bytes):
+                temporary.write_bytes(new)
+            else:
+                temporary.write_text(new, encoding="utf-8")
+            temporary.replace(path)
+    ledger = json.loads(LEDGER.read_text(encoding="utf-8")) if LEDGER.exists() else {}
+    ledger = dict(sorted({**ledger, **record}.items()))
+    write_durations(record)
+    LEDGER.write_text(json.dumps(ledger, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    page = REPO / pages[LEDGER_REGION]
+    page.write_text(replace_region(page.read_text(encoding="utf-8"), LEDGER_REGION, ledger_table(ledger)),
+                    encoding="utf-8")
+    return changed
+
+
+def write_durations(record):
+    """Add the durations of the presets this run trained as they are to durations.json, which
+    `train --help` quotes (the README and the docs quote the same runs' regions)."""
+    measured = json.loads(DURATIONS.read_text(encoding="utf-8")) if DURATIONS.exists() else {"presets": {}}
+    for row in record.values():
+        for preset, seconds in row["presets"].items():
+            measured["presets"][preset] = seconds
+            measured["machine"] = row["machine"].split(" (")[0]
+    DURATIONS.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def ledger_table(ledger):
+    """The Markdown table of docs/outputs.md: each output, where it appears, when and where it
+    was produced, and what its commands took."""
+    where = {output.name: output.regions for output in OUTPUTS}
+    pages = all_regions()
+    rows = ["| output | shown in | date | machine | time (wall / CPU) |", "|---|---|---|---|---|"]
+    for name, row in ledger.items():
+        shown = sorted({pages.get(region, region) for region in where.get(name, ())})
+        rows.append(f"| `{name}` | {', '.join(shown)} | {row['date']} | {row['machine']} | "
+                    f"{duration(row['seconds'])} / {duration(row['cpu_seconds'])} |")
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Regenerate the expected outputs of README.md and docs/.")
+    parser.add_argument("names", nargs="*", help="the outputs to regenerate (default: all; see --list)")
+    parser.add_argument("--list", action="store_true", help="list the outputs and the regions they fill")
+    parser.add_argument("--print", action="store_true", help="print what the outputs would be; write nothing")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="run the commands with this environment variable (e.g. OPENBLAS_CORETYPE=SkylakeX, "
+                             "to see how far the figures move with other BLAS kernels)")
+    parser.add_argument("--work", type=Path, help="run the commands in this folder (default: a temporary one)")
+    options = parser.parse_args(argv)
+    known = {output.name: output for output in OUTPUTS}
+    if any("=" not in setting for setting in options.env):
+        parser.error(f"--env takes NAME=VALUE, got {options.env}")
+    environment = dict(setting.split("=", 1) for setting in options.env)
+    if options.list:
+        for output in OUTPUTS:
+            print(f"{output.name:14} ~{output.minutes:g} min  {output.summary}: {', '.join(output.regions)}")
+        return 0
+    unknown = [name for name in options.names if name not in known]
+    if unknown:
+        parser.error(f"no output named {', '.join(unknown)} (the outputs: {', '.join(known)})")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > 0.5 and not options.print:
+        print(f"warning: load average {load:.1f}: other programs share the cores, and the durations this "
+              "script writes will be too long", file=sys.stderr)
+    chosen = [known[name] for name in options.names] or OUTPUTS
+    with tempfile.TemporaryDirectory(prefix="regenerate-outputs-") as temporary:
+        folder = options.work or Path(temporary)
+        folder.mkdir(parents=True, exist_ok=True)
+        produced, record, where = {}, {}, machine()
+        for output in chosen:
+            work = Workspace(folder / output.name, environment)
+            work.folder.mkdir(exist_ok=True)
+            made = output.make(work)
+            assert set(made) == set(output.regions), (output.name, sorted(made))
+            produced.update(made)
+            record[output.name] = {
+                "date": datetime.date.today().isoformat(), "machine": where,
+                "commands": [result.command for result in work.results],
+                "seconds": round(sum(result.seconds for result in work.results), 1),
+                "cpu_seconds": round(sum(result.cpu_seconds for result in work.results), 1),
+                "presets": {trained_preset(r.command): round(r.seconds) for r in work.results
+                            if trained_preset(r.command)}}
+    if options.print:
+        for name, body in produced.items():
+            print(f"=== {name}\n" + (f"({len(body):,} bytes)" if isinstance(body, bytes) else body))
+        return 0
+    changed = write(produced, record)
+    print(f"regenerated {', '.join(output.name for output in chosen)} on {where}")
+    print("changed: " + (", ".join(changed) or "nothing") + (
+        " (read the text around each changed region: comments on its figures are written by hand)"
+        if changed else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
