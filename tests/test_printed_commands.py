@@ -377,3 +377,156 @@ def command_problems(command, args, written, prose, writers, trained_by):
     if not network and command.kind == "block" and NETWORK_MARK in command.comment:
         problems.append(f"says it {NETWORK_MARK}, but reads nothing from the Hub")
     return problems
+
+
+def every_problem():
+    """({page: its problems}, {folder: the `train` commands that write it}) of all the pages."""
+    trained_by = {}
+    return {page_name(page): page_problems(page, trained_by) for page in PAGES}, trained_by
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_name)
+def test_every_command_of_the_page_runs_as_printed_after_the_quick_start(page):
+    problems = page_problems(page)
+    assert not problems, "\n".join(problems)
+
+
+def test_one_folder_is_trained_by_one_command_in_all_the_pages():
+    _, trained_by = every_problem()
+    shared = {str(folder): sorted(" ".join(argv) for argv in commands)
+              for folder, commands in trained_by.items() if len(commands) > 1}
+    assert not shared, shared
+
+
+def test_the_pages_print_commands_of_every_kind():
+    """The extraction finds the commands it should (a broken one would find nothing to check)."""
+    commands = [command for page in PAGES for command in page_commands(page)]
+    kinds = {(command.page, command.kind, command.text) for command in commands}
+    assert ("README.md", "block", 'numpy-transformer translate --checkpoint runs/default "Where is the station?" '
+            '"My sister lives in Rome."') in kinds
+    assert ("docs/beyond_text.md", "block", "python examples/vit_digits.py --out docs/figures") in kinds
+    assert any(command.kind == "synopsis" and command.page == "docs/performance.md" for command in commands)
+    assert sum(command.kind == "block" for command in commands) >= 40
+    assert {"numpy-transformer", "examples/bleu_curve.py", "examples/thesis_experiment.py"} <= {
+        command.program for command in commands}
+
+
+FAKE_PAGE = '''# A page
+
+Then `numpy-transformer train --preset grammar
+--out runs/grammar` (about a minute); `numpy-transformer attention` draws.
+
+```bash
+$ numpy-transformer train --preset grammar \\
+    --out runs/g   # the grammar, #1
+OMP_NUM_THREADS=1 python examples/softmax_jacobian.py --out "my figures"
+numpy-transformer bench attention [--max-n 8192] [--out DIR]
+numpy-transformer train: error: a message the command printed
+```
+
+```python
+numpy-transformer train   # not a shell block
+```
+
+    python examples/positional_encoding.py --out figures
+'''
+
+
+def test_commands_are_found_as_the_rule_says(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(FAKE_PAGE, encoding="utf-8")
+    found = [(command.line, command.kind, command.program, command.argv, command.comment)
+             for command in page_commands(page)]
+    assert found == [
+        (3, "inline", "numpy-transformer", ("train", "--preset", "grammar", "--out", "runs/grammar"), ""),
+        (4, "inline", "numpy-transformer", ("attention",), ""),
+        (7, "block", "numpy-transformer", ("train", "--preset", "grammar", "--out", "runs/g"), "the grammar, #1"),
+        (9, "block", "examples/softmax_jacobian.py", ("--out", "my figures"), ""),
+        (10, "synopsis", "numpy-transformer", ("bench", "attention", "[--max-n", "8192]", "[--out", "DIR]"), ""),
+        (18, "block", "examples/positional_encoding.py", ("--out", "figures"), ""),
+    ]
+
+
+@pytest.mark.parametrize("lines, problem", [
+    (["numpy-transformer train --out runs/x --learning-rate 3"], r"--learning-rate is no option of numpy-transformer train"),
+    (["numpy-transformer train --out runs/x --ste 2"], r"--ste is no option"),                  # argparse takes it
+    (["python examples/softmax_jacobian.py --bogus"], r"--bogus is no option"),
+    (["python examples/nothing.py"], r"examples/nothing.py is no file"),
+    (['numpy-transformer translate "a sentence"'], r"does not parse: .*--checkpoint"),
+    (["numpy-transformer train --out runs/x --d-model 30 --n-heads 4"], r"settings do not resolve"),
+    (["numpy-transformer train --preset grammar"], r"trains into runs/default"),
+    (["numpy-transformer train --preset grammar --out runs/default"], r"trains into runs/default"),
+    (["`numpy-transformer train --gradient-checkpointing` saves memory."], r"trains into runs/default"),
+    (["numpy-transformer train --dataset opus_books --out runs/o"], r"needs the network \(the Hub dataset opus_books\)"),
+    (["numpy-transformer generate --checkpoint gpt2 hello"], r"needs the network \(the Hub model gpt2\)"),
+    (["numpy-transformer train --preset grammar --out runs/q   # needs the network"], r"reads nothing from the Hub"),
+    (['numpy-transformer translate --checkpoint runs/later "a"', "numpy-transformer train --preset grammar --out runs/later"],
+     r"--checkpoint runs/later: no earlier command"),
+    (["numpy-transformer train --dataset mine/pairs.jsonl --out runs/m"], r"reads mine/pairs.jsonl, which no earlier"),
+    (["python examples/bleu_curve.py --seed 0", "python examples/bleu_curve.py --seed 1"],
+     r"writes into runs/examples/bleu_curve, as line 4 does"),
+], ids=lambda value: value[0] if isinstance(value, list) else None)
+def test_a_command_that_would_not_run_as_printed_is_caught(tmp_path, lines, problem):
+    page = tmp_path / "page.md"
+    code = [line for line in lines if not line.startswith("`")]
+    prose = [line for line in lines if line.startswith("`")]
+    page.write_text("\n\n".join(["# A page", *prose, "```bash\n" + "\n".join(code) + "\n```"]) + "\n", encoding="utf-8")
+    problems = page_problems(page)
+    assert any(re.search(problem, found) for found in problems), problems
+
+
+def test_the_same_commands_written_right_pass(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("""# A page
+
+Where the pairs come from: `mine/`.
+
+```bash
+numpy-transformer train --preset grammar --out runs/later
+numpy-transformer translate --checkpoint runs/later "a"
+numpy-transformer translate --checkpoint runs/default "a"
+numpy-transformer train --dataset opus_books --out runs/o   # needs the network (the Hugging Face Hub)
+numpy-transformer train --dataset mine/pairs.jsonl --out runs/m
+numpy-transformer train --dataset theirs/pairs.tsv --out runs/t   # their pairs, theirs/pairs.tsv
+python examples/bleu_curve.py --seed 0
+python examples/bleu_curve.py --seed 1 --out runs/seed-1
+python examples/bleu_curve.py --plot a=runs/seed-1/curve.jsonl --out runs/plot
+numpy-transformer train
+```
+""", encoding="utf-8")
+    assert page_problems(page) == []
+
+
+# A tiny model on 120 built-in pairs, appended to every printed `train` of the pages run below
+TINY_TRAIN = ["--steps", "2", "--n-pairs", "120", "--max-len", "32", "--d-model", "16", "--n-heads", "2",
+              "--d-ff", "32", "--layers", "1", "--batch-size", "16", "--eval-every", "2", "--samples", "0", "--quiet"]
+TINY_TRANSLATION_DATA = ["--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary"]
+RUN_HERE = {"train", "translate", "evaluate", "generate", "fill-mask", "attention"}
+
+
+@pytest.mark.parametrize("page, commands", [("README.md", {"translate", "train", "attention"}),
+                                            ("docs/chapter3.md", {"train", "attention"}),
+                                            ("docs/language_models.md", {"train", "generate", "fill-mask"})])
+def test_the_pages_commands_run_in_order_after_the_quick_start(page, commands, tmp_path, monkeypatch):
+    """The quick start's run, then the page's models and what reads them: the printed folders,
+    sentences and flags, each `train` made tiny; left out: what needs the network or reads a
+    folder no printed command writes."""
+    monkeypatch.chdir(tmp_path)
+    quick_start = [*QUICK_START[1], *TINY_TRAIN, *TINY_TRANSLATION_DATA]
+    assert run_main(quick_start)[0] == 0
+    ran, written = [], {DEFAULT_RUN}
+    for command in page_commands(ROOT / page):
+        args, error = parse(command) if command.kind != "synopsis" else (None, "a synopsis")
+        if (error is not None or command.program != "numpy-transformer" or args.command not in RUN_HERE
+                or command.argv == QUICK_START[1] or NETWORK_MARK in command.comment
+                or not within(getattr(args, "checkpoint", None) or DEFAULT_RUN, written)):
+            continue
+        argv = list(command.argv)
+        if args.command == "train":
+            task = training_settings(args)[2].task
+            argv += TINY_TRAIN + (TINY_TRANSLATION_DATA if task == "translation" else ["--dataset", "builtin"])
+        status, _, err = run_main(argv)
+        assert status == 0, f"{command}\n{err}"
+        ran.append(args.command)
+        written |= written_folders(args)
+    assert commands <= set(ran), ran
