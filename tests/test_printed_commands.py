@@ -8,10 +8,12 @@ Which text is a command (the rule this module applies):
   `python -m numpy_transformer.cli `, `python examples/` or `python scripts/`. A line ending
   in `\\` goes on with the next; ` # …` after the command is its comment. A line
   `numpy-transformer COMMAND: error: …` is output, not a command.
-- A usage synopsis is not a command: a line with an option in `[…]`, a `|` between
-  alternatives, a `…`, or a placeholder in capitals (`DIR`, `N`, `FOLDER`). Synopses, and
-  commands quoted inline in the prose (`numpy-transformer train --task lm`), only name things:
-  their command and each of their options must exist, spelt in full.
+- A command quoted inline in the prose (`numpy-transformer train --preset grammar --out
+  runs/grammar`, a span broken over lines joined) is a command when it is complete: when it
+  parses. One that does not (`numpy-transformer attention`, the name of a command in a
+  sentence) only names things: its command and each of its options must exist, spelt in full.
+- A usage synopsis is not a command, and only names things too: a line with an option in
+  `[…]`, a `|` between alternatives, a `…`, or a placeholder in capitals (`DIR`, `N`, `FOLDER`).
 
 What every command must do:
 
@@ -23,7 +25,8 @@ What every command must do:
    that it runs after the quick start instead of stopping at "runs/default already holds a
    trained model"; two different commands of one program on one page never share a folder;
 3. a command that needs the network (a dataset or a model of the Hugging Face Hub) says so in
-   its comment: `# needs the network …`, and only such a command says it;
+   its comment, `# needs the network …` (an inline one: in its paragraph), and only such a
+   command says it;
 4. `--checkpoint DIR` is runs/default (the quick start's) or a folder an earlier command of the
    same page writes (a name that is no folder is a Hub model: rule 3); a local data file or
    folder ships in the repository, lies in a folder an earlier command writes, or is named in
@@ -39,7 +42,7 @@ import importlib.util
 import io
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from unittest import mock
 
@@ -55,7 +58,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL_BLOCKS = {"", "bash", "sh", "shell", "console", "text"}
 COMMAND_START = re.compile(r"(numpy-transformer|python -m numpy_transformer\.cli|python (examples|scripts)/\S+)(\s|$)")
 OUTPUT_LINE = re.compile(r"numpy-transformer [\w-]+: ")
-ENVIRONMENT_SETTING = re.compile(r"[A-Za-z_]\w*=\S*\s+")
+ENVIRONMENT_SETTINGS = re.compile(r"^([A-Za-z_]\w*=\S*\s+)+")
 PLACEHOLDER = re.compile(r"(?<![\w-])[A-Z][A-Z_]*(?![\w-])")
 NETWORK_MARK = "needs the network"
 QUICK_START = ("numpy-transformer", ("train",))
@@ -103,9 +106,7 @@ def is_synopsis(command):
 def printed(page, line, text, kind, paragraph=""):
     """The Printed command of a line of text (continuations joined), or None when it is none."""
     text = text.strip()
-    text = text[2:] if text.startswith("$ ") else text
-    while ENVIRONMENT_SETTING.match(text):
-        text = text[ENVIRONMENT_SETTING.match(text).end():]
+    text = ENVIRONMENT_SETTINGS.sub("", text[2:] if text.startswith("$ ") else text)
     if not COMMAND_START.match(text) or OUTPUT_LINE.match(text):
         return None
     command, comment = split_comment(text) if kind == "block" else (text, "")
@@ -244,7 +245,7 @@ def parse(command):
         try:
             return program_parser(command.program).parse_args(list(command.argv)), None
         except SystemExit:
-            return None, (messages.getvalue().strip().splitlines() or ["--help"])[-1]
+            return None, (messages.getvalue().strip().splitlines() or ["printed its help"])[-1]
 
 
 def training_settings(args):
@@ -295,33 +296,34 @@ def named(value, command, prose):
     return any(f"`{name}`" in prose or in_comment(name, command) for name in (value, folder))
 
 
-@dataclass
-class Inputs:
-    """What a command reads: its datasets and data files, its checkpoint."""
-    datasets: list
-    files: list
-    checkpoint: str
-
-
-def inputs(command, args, settings):
+def read_data(args, settings):
+    """(the Hub datasets, the local files and folders) a command reads; settings: a `train`'s."""
     if settings is not None:
-        data = settings[2]
-        datasets, files = [data.dataset], [data.validation_file, data.test_file]
+        datasets, files = [settings[2].dataset], [settings[2].validation_file, settings[2].test_file]
     else:
         datasets = [getattr(args, "dataset", None)]
         files = [getattr(args, "validation_file", None), getattr(args, "multi30k", None),
-                 *(item.split("=", 1)[-1] for item in getattr(args, "plot", None) or [])]
+                 *(item.split("=", 1)[-1] for item in getattr(args, "plot", None) or [])]     # --plot LABEL=PATH
     datasets = [value for value in datasets if value is not None]
     files = [str(repository_path(value)) for value in files if value is not None]
-    files += [value for value in datasets if is_local_path(value)]
-    return Inputs([value for value in datasets if is_hub_dataset(value)], files, getattr(args, "checkpoint", None))
+    return [value for value in datasets if is_hub_dataset(value)], files + list(filter(is_local_path, datasets))
+
+
+@dataclass
+class Page:
+    """What a page's commands so far have done: the folders they write (runs/default, the quick
+    start's, first), {(program, folder): the command that writes it}; and, over all the pages,
+    {folder: the `train` commands that write it}."""
+    prose: str
+    trained_by: dict
+    written: set = field(default_factory=lambda: {DEFAULT_RUN})
+    writers: dict = field(default_factory=dict)
 
 
 def page_problems(path, trained_by=None):
     """What keeps the commands of a page from running as printed after the quick start, one
     line each. trained_by: {folder: {commands}}, filled with the page's `train` commands."""
-    trained_by = {} if trained_by is None else trained_by
-    prose, problems, written, writers = page_prose(path), [], {DEFAULT_RUN}, {}
+    page, problems = Page(page_prose(path), {} if trained_by is None else trained_by), []
     for command in page_commands(path):
         found = [f"{command}: {problem}" for problem in spelling_problems(command)]
         problems += found
@@ -332,57 +334,58 @@ def page_problems(path, trained_by=None):
             if command.kind == "block":
                 problems.append(f"{command}: does not parse: {error}")
             continue                            # an inline name (`numpy-transformer attention`): its options exist
-        problems += [f"{command}: {problem}" for problem in command_problems(command, args, written, prose, writers,
-                                                                             trained_by)]
-        written |= written_folders(args)
+        problems += [f"{command}: {problem}" for problem in command_problems(command, args, page)]
+        page.written |= written_folders(args)
     return problems
 
 
-def command_problems(command, args, written, prose, writers, trained_by):
-    """The problems of one command that parses, given the folders the page's earlier commands
-    write (`written`) and {(program, folder): command} of the page's (`writers`)."""
-    problems, settings = [], None
-    trains = command.program == "numpy-transformer" and args.command == "train"
-    if trains and not args.resume:
+def command_problems(command, args, page):
+    """The problems of one command that parses, on a page whose earlier commands did `page`."""
+    settings = None
+    if command.program == "numpy-transformer" and args.command == "train" and not args.resume:
         try:
             settings = training_settings(args)
         except ValueError as error:
             return [f"its settings do not resolve: {error}"]
-    if trains and (command.program, command.argv) != QUICK_START:
-        out = PurePosixPath(args.out)
-        if "--out" not in command.argv or out == DEFAULT_RUN:
-            problems.append("trains into runs/default, which the quick start has filled: give it its own --out")
-        trained_by.setdefault(out, set()).add(command.argv)
-    program = (subcommand_parser(program_parser(command.program), command.argv).prog    # numpy-transformer bench decode
-               if command.program == "numpy-transformer" else command.program)
-    for folder in written_folders(args) - {DEFAULT_RUN}:
-        other = writers.setdefault((program, folder), command)
-        if other.argv != command.argv:
-            problems.append(f"writes into {folder}, as line {other.line} does: give each its own --out")
-    read = inputs(command, args, settings)
-    network = [f"the Hub dataset {name}" for name in read.datasets]
-    if read.checkpoint is not None:
-        checkpoint = PurePosixPath(read.checkpoint)
-        if within(checkpoint, written) or (ROOT / checkpoint).is_dir() or in_comment(read.checkpoint, command):
-            pass
-        elif checkpoint.parts[0] == "runs":
-            problems.append(f"--checkpoint {checkpoint}: no earlier command of this page writes it")
-        else:
-            network.append(f"the Hub model {read.checkpoint}")
-    for file in read.files:
-        if not (within(file, written) or (ROOT / file).exists() or named(file, command, prose)):
-            problems.append(f"reads {file}, which no earlier command writes and the page does not explain")
+    network, problems = checkpoint_problems(command, args, page)
+    hub_datasets, files = read_data(args, settings)
+    network += [f"the Hub dataset {name}" for name in hub_datasets]
+    problems += [f"reads {file}, which no earlier command writes and the page does not explain" for file in files
+                 if not (within(file, page.written) or (ROOT / file).exists() or named(file, command, page.prose))]
     if network and NETWORK_MARK not in command.comment + command.paragraph:
         problems.append(f"needs the network ({', '.join(network)}): say so, `# {NETWORK_MARK} (the Hugging Face Hub)`")
     if not network and command.kind == "block" and NETWORK_MARK in command.comment:
         problems.append(f"says it {NETWORK_MARK}, but reads nothing from the Hub")
+    return folder_problems(command, args, page) + problems
+
+
+def folder_problems(command, args, page):
+    """A `train` into runs/default; a folder another command of the same program writes."""
+    problems = []
+    if command.program == "numpy-transformer" and args.command == "train" and command.argv != QUICK_START[1]:
+        out = PurePosixPath(args.out)
+        if "--out" not in command.argv or out == DEFAULT_RUN:
+            problems.append("trains into runs/default, which the quick start has filled: give it its own --out")
+        page.trained_by.setdefault(out, set()).add(command.argv)
+    program = (subcommand_parser(program_parser(command.program), command.argv).prog    # numpy-transformer bench decode
+               if command.program == "numpy-transformer" else command.program)
+    for folder in written_folders(args) - {DEFAULT_RUN}:
+        other = page.writers.setdefault((program, folder), command)
+        if other.argv != command.argv:
+            problems.append(f"writes into {folder}, as line {other.line} does: give each its own --out")
     return problems
 
 
-def every_problem():
-    """({page: its problems}, {folder: the `train` commands that write it}) of all the pages."""
-    trained_by = {}
-    return {page_name(page): page_problems(page, trained_by) for page in PAGES}, trained_by
+def checkpoint_problems(command, args, page):
+    """([the Hub model it needs], [problems]) of a command's --checkpoint: a folder an earlier
+    command writes, one of the repository, one its comment names, or else a Hub model."""
+    checkpoint = getattr(args, "checkpoint", None)
+    if checkpoint is None or within(checkpoint, page.written) or (ROOT / checkpoint).is_dir() \
+            or in_comment(checkpoint, command):
+        return [], []
+    if PurePosixPath(checkpoint).parts[0] == "runs":
+        return [], [f"--checkpoint {checkpoint}: no earlier command of this page writes it"]
+    return [f"the Hub model {checkpoint}"], []
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_name)
@@ -392,7 +395,9 @@ def test_every_command_of_the_page_runs_as_printed_after_the_quick_start(page):
 
 
 def test_one_folder_is_trained_by_one_command_in_all_the_pages():
-    _, trained_by = every_problem()
+    trained_by = {}
+    for page in PAGES:
+        page_problems(page, trained_by)
     shared = {str(folder): sorted(" ".join(argv) for argv in commands)
               for folder, commands in trained_by.items() if len(commands) > 1}
     assert not shared, shared
