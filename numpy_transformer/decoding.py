@@ -48,7 +48,8 @@ from numpy_transformer.masks import causal_mask
 from numpy_transformer.memory_budget import check_fits, decoding_memory
 
 __all__ = ["greedy_decode", "beam_search", "beam_search_n_best", "Hypothesis", "IncrementalDecoder", "inference_mode",
-           "checked_scores", "scoring_mode", "length_normalizer", "max_output_length", "sequence_log_prob"]
+           "checked_scores", "scoring_mode", "length_normalizer", "max_output_length", "sequence_log_prob",
+           "with_progress"]
 
 EXTRA_OUTPUT_TOKENS = 50
 
@@ -188,6 +189,13 @@ def inference_mode(model):
             yield
     finally:
         model.train(was_training)
+
+
+def with_progress(progress, iterable, **options):
+    """`iterable` through `progress`, a function such as tqdm that draws a bar as it is consumed
+    and takes its options (desc=, unit=), or `iterable` itself when progress is None: the core
+    prints nothing unless its caller asks."""
+    return iterable if progress is None else progress(iterable, **options)
 
 
 def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):

@@ -19,17 +19,18 @@ import warnings
 import numpy as np
 
 from numpy_transformer.masks import pad
-from numpy_transformer.decoding import beam_search, greedy_decode
+from numpy_transformer.decoding import beam_search, greedy_decode, with_progress
 
 
-def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=1.0, batch_size=64):
+def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=1.0, batch_size=64, progress=None):
     """Output token ids for each source (a list of id arrays, [SOS] … [EOS] included, or None
     for a sentence with nothing to read, whose output is empty): greedy decoding when beam_size
     is 1, beam search otherwise. Sources are batched by length, the outputs returned in the
-    order of `sources`."""
+    order of `sources`. progress: shows the batches decoded (`with_progress`)."""
     outputs = [[] for _ in sources]
     order = sorted((i for i, source in enumerate(sources) if source is not None), key=lambda i: len(sources[i]))
-    for start in range(0, len(order), batch_size):
+    what = "greedy" if beam_size == 1 else f"beam {beam_size}"
+    for start in with_progress(progress, range(0, len(order), batch_size), desc=what, unit="batch"):
         chunk = order[start:start + batch_size]
         src_ids = pad([sources[i] for i in chunk], model.config.pad_id)
         if beam_size == 1:
@@ -70,10 +71,12 @@ def cut_note(what, number, n_tokens, limit):
             f"hold [SOS] and [EOS] too): split it to translate the rest")
 
 
-def written_translations(model, tgt_tokenizer, sources, beam_size=1, length_penalty=1.0, batch_size=64):
-    """The written translation of each source of `read_sources` ("" for None)."""
+def written_translations(model, tgt_tokenizer, sources, beam_size=1, length_penalty=1.0, batch_size=64,
+                         progress=None):
+    """The written translation of each source of `read_sources` ("" for None); progress: see
+    `decode_ids`."""
     outputs = decode_ids(model, sources, tgt_tokenizer.sos_id, tgt_tokenizer.eos_id, beam_size, length_penalty,
-                         batch_size)
+                         batch_size, progress)
     return [tgt_tokenizer.detokenize(tokens) for tokens in outputs]
 
 

@@ -95,7 +95,8 @@ def test_train_resume_continues_and_refuses_new_settings(trained, tmp_path):
     directory = tmp_path / "run"
     shutil.copytree(trained[0], directory)
     status, _, err = run_main(["train", "--out", directory, *TINY])
-    assert_clear_error(status, err, "already holds a trained model: continue it with --resume")
+    assert_clear_error(status, err, "already holds a trained model: to train another model, give a new folder with "
+                                    "--out NEW; to continue this one, --resume")
     status, _, err = run_main(["train", "--out", directory, "--resume", "--d-model", "32"])
     assert_clear_error(status, err, "cannot change d_model")
     status, out, err = run_main(["train", "--out", directory, "--resume", "--steps", "12", "--samples", "0"])

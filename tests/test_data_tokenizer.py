@@ -270,7 +270,7 @@ def test_scores_are_computed_on_detokenized_text(monkeypatch, kind):
     test = splits.train[:5]
     references = encode_pairs(test, source, target, max_len=64).tgt
     monkeypatch.setattr(translation, "decode_ids", lambda model, sources, *rest: references)
-    monkeypatch.setattr(evaluation, "mean_cross_entropy", lambda *arguments: 1.0)
+    monkeypatch.setattr(evaluation, "mean_cross_entropy", lambda *arguments, **options: 1.0)
     stand_in = SimpleNamespace(config=SimpleNamespace(position_limit=64))       # decoding and scoring replaced
     result = evaluation.evaluate_pairs(stand_in, source, target, test, beam_size=1)
     assert [[hypothesis] for hypothesis in result.greedy] == [[pair.tgt] for pair in test] == result.references

@@ -57,7 +57,7 @@ def test_hypotheses_and_references_are_scored_as_written_text(monkeypatch):
     src, tgt = tokenizers()
     by_source = {tuple(src.encode(pair.src)): tgt.encode(pair.tgt) for pair in PAIRS}
 
-    def oracle(model, sources, sos_id, eos_id, beam_size=1, length_penalty=0.6, batch_size=64):
+    def oracle(model, sources, sos_id, eos_id, beam_size=1, length_penalty=0.6, batch_size=64, progress=None):
         return [by_source[tuple(source[1:-1])] for source in sources]
 
     monkeypatch.setattr(translation, "decode_ids", oracle)
@@ -85,7 +85,7 @@ def test_a_repeated_source_is_translated_once_and_scored_against_all_its_transla
     second = {tuple(src.encode(pair.src)): tgt.encode(pair.tgt) for pair in pairs}      # the last wins
     decoded = []
 
-    def oracle(model, sources, sos_id, eos_id, beam_size=1, length_penalty=0.6, batch_size=64):
+    def oracle(model, sources, sos_id, eos_id, beam_size=1, length_penalty=0.6, batch_size=64, progress=None):
         decoded.append(len(sources))
         return [second[tuple(source[1:-1])] for source in sources]
 

@@ -181,7 +181,7 @@ def reference_oracle(src, tgt, pairs):
     source begins with the tokens read (a cut source included)."""
     references = [(src.encode(pair.src), tgt.encode(pair.tgt)) for pair in pairs]
 
-    def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=1.0, batch_size=64):
+    def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=1.0, batch_size=64, progress=None):
         read = [list(source[1:-1]) for source in sources]
         return [next(y for x, y in references if x[:len(words)] == words) for words in read]
     return decode_ids

@@ -363,7 +363,7 @@ def folder_problems(command, args, page):
     """A `train` into runs/default; a folder another command of the same program writes."""
     problems = []
     if command.program == "numpy-transformer" and args.command == "train" and command.argv != QUICK_START[1]:
-        out = PurePosixPath(args.out)
+        out = PurePosixPath(args.out or DEFAULT_RUN)        # train's --out defaults to runs/default
         if "--out" not in command.argv or out == DEFAULT_RUN:
             problems.append("trains into runs/default, which the quick start has filled: give it its own --out")
         page.trained_by.setdefault(out, set()).add(command.argv)

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from numpy_transformer.decoding import with_progress
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.benchmarks.workloads import CONFIGS, PAD_ID, SOS_ID
 from numpy_transformer.benchmarks.plain_decoding import PlainNumpyGenerator, PlainNumpyTranslator, covers
@@ -283,11 +284,13 @@ def time_in_children(task, config_name, threads, runs, rounds=3):
     return measured
 
 
-def run(threads=1, runs=7, log=print, configs=("default", "gpt-default")):
+def run(threads=1, runs=7, log=print, configs=("default", "gpt-default"), progress=None):
     """Measure both tasks on the models of `configs` (an encoder-decoder and a decoder-only
-    configuration), print a line each; return the result dicts."""
+    configuration), print a line each; return the result dicts. progress: shows the tasks
+    measured (`decoding.with_progress`)."""
     results = []
-    for task, config_name in (("translate", configs[0]), ("generate", configs[1])):
+    tasks = (("translate", configs[0]), ("generate", configs[1]))
+    for task, config_name in with_progress(progress, tasks, desc="tasks", unit="task"):
         measured = time_in_children(task, config_name, threads, runs)
         ms = {name: round(statistics.median(seconds) * 1e3, 1) for name, (seconds, _) in measured.items()}
         result = {"task": task, "config": config_name, "threads": threads, "numpy_ms": ms["numpy"],

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from numpy_transformer.benchmarks.train_step import restart_peak_memory, status_kb
+from numpy_transformer.decoding import with_progress
 
 PROMPT, NEW_TOKENS = 8, 32
 GPT2_SMALL = {}                       # transformers.GPT2Config's defaults are GPT-2 small's
@@ -75,9 +76,9 @@ def loading(framework, folder):
     return float(seconds), None if megabytes == "None" else float(megabytes)
 
 
-def time_generation(folder, threads, runs=3):
+def time_generation(folder, threads, runs=3, progress=None):
     """({(framework, cached): [seconds…]}, {(framework, cached): tokens}) of greedy generation,
-    the four runs alternated."""
+    the four runs alternated; progress: shows the rounds of four (`decoding.with_progress`)."""
     import torch
     import transformers
 
@@ -93,7 +94,7 @@ def time_generation(folder, threads, runs=3):
     for cached in (True, False):
         runners[("transformers", cached)] = lambda cached=cached: _hf_generate(torch, theirs, prompt, cached)
     times, outputs = {key: [] for key in runners}, {}
-    for _ in range(runs):
+    for _ in with_progress(progress, range(runs), desc="generation runs", unit="run"):
         for key, run in runners.items():
             start = time.perf_counter()
             outputs[key] = run()
@@ -109,9 +110,10 @@ def _hf_generate(torch, model, prompt, cached):
     return tokens[0].tolist()
 
 
-def run(threads=1, runs=3, log=print, shape=GPT2_SMALL):
+def run(threads=1, runs=3, log=print, shape=GPT2_SMALL, progress=None):
     """Measure loading and generation (module docstring) of a GPT-2 model of `shape`; print the
-    lines; return the results (None without transformers)."""
+    lines; return the results (None without transformers). progress: shows the timed runs of
+    generation (`decoding.with_progress`)."""
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
@@ -130,7 +132,7 @@ def run(threads=1, runs=3, log=print, shape=GPT2_SMALL):
             results[f"{framework}_load_peak_mb"] = None if megabytes is None else round(megabytes, 1)
             peak = "unavailable" if megabytes is None else f"{megabytes:7.1f} MB"
             log(f"  loading, {framework:<12}: {seconds:6.2f} s, peak memory {peak}")
-        times, outputs = time_generation(folder, threads, runs)
+        times, outputs = time_generation(folder, threads, runs, progress)
         for (framework, cached), seconds in times.items():
             rate = NEW_TOKENS / statistics.median(seconds)
             results[f"{framework}_{'cached' if cached else 'uncached'}_tokens_per_second"] = round(rate, 1)

@@ -41,6 +41,7 @@ import time
 
 import numpy as np
 
+from numpy_transformer.decoding import with_progress
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
@@ -255,14 +256,14 @@ def profile_numpy_step(config, top=25, steps=3):
     return prof.table(top, per=steps)
 
 
-def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False, log=print):
+def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False, log=print, progress=None):
     """Measure every configuration; print a line per configuration (and its profile); return the
-    list of result dicts."""
+    list of result dicts. progress: shows the configurations measured (`decoding.with_progress`)."""
     frameworks = FRAMEWORKS if import_torch(threads) is not None else FRAMEWORKS[:1]
     if len(frameworks) == 1:
         log(TORCH_MISSING)
     results = []
-    for name in config_names:
+    for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
         times = {**dict.fromkeys(FRAMEWORKS), **time_steps(name, frameworks, threads, steps, warmup)}
         result = {"config": name, "decoder_only": config.decoder_only, "threads": threads, "steps": steps,

@@ -143,10 +143,15 @@ OS_ERROR_ADVICE = {
 }
 
 
+# the errors of writing: a file written atomically (a checkpoint among them) keeps its previous version
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
 def os_error_message(error):
-    """One sentence for an OSError: `os_error_text`; files written atomically (checkpoints among
-    them) keep their previous version."""
-    return f"{os_error_text(error)} (files written before are kept whole)"
+    """One sentence for an OSError: `os_error_text`, and for an error of writing (a full disk, a
+    read-only file system) that the files written before are kept whole."""
+    kept = " (files written before are kept whole)" if error.errno in WRITE_ERRORS else ""
+    return f"{os_error_text(error)}{kept}"
 
 
 def os_error_text(error):

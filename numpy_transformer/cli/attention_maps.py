@@ -19,7 +19,8 @@ of other files, a run folder and "" are refused, so no file of the user's is rep
 import sys
 from pathlib import Path
 
-from numpy_transformer.cli.common import add_threads_argument, add_weights_argument, non_negative_integer, utf8_lines
+from numpy_transformer.cli.common import add_model_cache_argument, add_threads_argument, add_weights_argument, \
+    non_negative_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -33,13 +34,13 @@ def add_parser(commands):
     parser.add_argument("sentence", help="the source sentence (a language model's text)")
     parser.add_argument("--target", help="the translation the decoder reads (default: the model's own; "
                                          "translation models only)")
-    parser.add_argument("--cache-dir", help="where huggingface_hub keeps downloaded models (default HF_HUB_CACHE)")
+    add_model_cache_argument(parser)
     parser.add_argument("--out", default="attention", metavar="DIR", help="folder for the figures (default attention)")
     parser.add_argument("--format", choices=("png", "svg"), default="png", help="figure format (default png)")
     parser.add_argument("--w", type=non_negative_integer, default=3, help="bandwidth of the structured approximation (default 3)")
     parser.add_argument("--num-pos", type=non_negative_integer, default=2, help="rare tokens of the approximation's Σ3 (default 2)")
-    add_threads_argument(parser)
-    add_weights_argument(parser)
+    add_threads_argument(parser, "reading the sentence, and translating it when --target is not given")
+    add_weights_argument(parser, "look inside")
     parser.set_defaults(run=command)
     return parser
 

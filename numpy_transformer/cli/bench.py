@@ -19,7 +19,9 @@
 
 docs/performance.md gives their figures. `--threads` (alias `--blas-threads`) fixes the BLAS
 thread count before NumPy loads; where NumPy is already loaded with another count (a caller in
-the same process), the benchmark runs in a child process instead.
+the same process), the benchmark runs in a child process instead. `train-step`, `latency`,
+`complexity` and `pretrained` show a progress bar on standard error when it is a terminal (not
+with `--quiet`); standard output is the same with or without it.
 """
 import importlib
 import json
@@ -28,8 +30,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from numpy_transformer.cli.common import (BLAS_THREAD_VARIABLES, integer_at_least, non_negative_integer,
-                                          positive_integer, thread_count)
+from numpy_transformer.cli.common import (BLAS_THREAD_VARIABLES, add_quiet_argument, integer_at_least,
+                                          non_negative_integer, positive_integer, progress_bars, thread_count)
 
 MIN_N = 256                 # the first length of numpy_transformer.benchmarks.attention_cost.sizes
 MIN_LAYERS = 4              # the exponent of bench memory is fitted over L ≥ 2: two depths, 2 and 4
@@ -68,6 +70,7 @@ def add_parser(commands):
                            "generation with and without the cache, against transformers")
     pretrained.add_argument("--runs", type=positive_integer, default=3, help="timed runs of each (default 3)")
     pretrained.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
+    add_quiet_argument(pretrained, "over the timed runs of generation")
     _add_threads_argument(pretrained)
     pretrained.set_defaults(run=bench_pretrained_command)
     latency = benchmarks.add_parser(
@@ -75,6 +78,7 @@ def add_parser(commands):
                         "of 4, generate 64 tokens")
     latency.add_argument("--runs", type=positive_integer, default=7, help="timed runs of each (default 7)")
     latency.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
+    add_quiet_argument(latency, "over the two tasks")
     _add_threads_argument(latency)
     latency.set_defaults(run=bench_latency_command)
 
@@ -117,6 +121,7 @@ def _add_complexity_command(benchmarks):
     parser.add_argument("--plot", metavar="PATH", help="draw time and memory against T and d there "
                                                        "(e.g. docs/figures/complexity.png)")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
+    add_quiet_argument(parser, "over the sweeps")
     _add_threads_argument(parser, "BLAS threads")
     parser.set_defaults(run=bench_complexity_command)
 
@@ -131,6 +136,7 @@ def _add_train_step_command(benchmarks):
     parser.add_argument("--warmup", type=non_negative_integer, default=2, help="untimed steps first (default 2)")
     parser.add_argument("--profile", action="store_true", help="print the profile of one NumPy step per configuration")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
+    add_quiet_argument(parser, "over the configurations")
     _add_threads_argument(parser)
     parser.set_defaults(run=bench_train_step_command)
 
@@ -180,21 +186,22 @@ def bench_attention_command(args):
     errors = plot_random_feature_errors(out / "random_feature_error.png")
     for (kind, scale), values in errors.items():
         print(f"random features {kind}, N(0, {scale}²) entries: median errors {', '.join(f'{e:.3g}' for e in values)}")
-    run(args.max_n, out, log=lambda line: print(line, flush=True))
+    run(args.max_n, out, log=lines_beside(None))
     return 0
 
 
 def _runs_command(benchmark, module):
-    """The command of a benchmark with the options --runs and --json: `module` (of
-    numpy_transformer.benchmarks).run(threads, runs, log), with --json a last line holding its
-    results as JSON."""
+    """The command of a benchmark with the options --runs, --json and --quiet: `module` (of
+    numpy_transformer.benchmarks).run(threads, runs, log, progress=…), with --json a last line
+    holding its results as JSON."""
     def command(args):
         status = _rerun_with_blas_threads(args.blas_threads, [benchmark, "--runs", str(args.runs),
-                                                              *(["--json"] if args.json else [])])
+                                                              *_flags(args, ("--json", "--quiet"))])
         if status is not None:
             return status
         run = importlib.import_module(command.module).run
-        results = run(args.blas_threads, args.runs, log=lambda line: print(line, flush=True))
+        progress = progress_bars(args.quiet)
+        results = run(args.blas_threads, args.runs, log=lines_beside(progress), progress=progress)
         if args.json:
             print(json.dumps(results))
         return 0
@@ -215,7 +222,7 @@ def bench_memory_command(args):
         return status
     from numpy_transformer.benchmarks.memory_use import LAYERS, run
 
-    run([n for n in LAYERS if n <= args.max_layers], args.out, log=lambda line: print(line, flush=True))
+    run([n for n in LAYERS if n <= args.max_layers], args.out, log=lines_beside(None))
     return 0
 
 
@@ -229,7 +236,7 @@ def bench_precision_command(args):
         return status
     from numpy_transformer.benchmarks.precision_speed import run
 
-    results = run(args.configs, args.steps, args.out, log=lambda line: print(line, flush=True))
+    results = run(args.configs, args.steps, args.out, log=lines_beside(None))
     if args.json:
         print(json.dumps(results))
     return 0
@@ -240,17 +247,34 @@ def bench_complexity_command(args):
     results as JSON."""
     status = _rerun_with_blas_threads(args.blas_threads, ["complexity", "--repeats", str(args.repeats),
                                                           *(["--plot", args.plot] if args.plot else []),
-                                                          *_flags(args, ("--quick", "--json"))])
+                                                          *_flags(args, ("--quick", "--json", "--quiet"))])
     if status is not None:
         return status
     from numpy_transformer.benchmarks import complexity
 
     sweeps, models = ((complexity.QUICK_SWEEPS, complexity.QUICK_CACHE_MODELS) if args.quick
                       else (complexity.SWEEPS, complexity.CACHE_MODELS))
-    results = complexity.run(sweeps, models, args.repeats, args.plot, log=lambda line: print(line, flush=True))
+    progress = progress_bars(args.quiet)
+    results = complexity.run(sweeps, models, args.repeats, args.plot, log=lines_beside(progress), progress=progress)
     if args.json:
         print(json.dumps(results))
     return 0
+
+
+def lines_beside(progress):
+    """The `log` of a benchmark: each line printed on standard output at once; while `progress`
+    (`common.progress_bars`) draws a bar on standard error, through tqdm.write, which lifts the
+    bar off the terminal for the line and draws it again below (standard output gets the same
+    bytes)."""
+    if progress is None:
+        return lambda line: print(line, flush=True)
+
+    def log(line):
+        from tqdm import tqdm
+
+        tqdm.write(line, file=sys.stdout)
+        sys.stdout.flush()
+    return log
 
 
 def _flags(args, flags=("--profile", "--json")):
@@ -262,13 +286,15 @@ def bench_train_step_command(args):
     """Time a training step of each configuration against PyTorch; with --json the last line is
     the JSON list of the results."""
     status = _rerun_with_blas_threads(args.blas_threads, ["train-step", "--configs", *args.configs, "--steps",
-                                                          str(args.steps), "--warmup", str(args.warmup), *_flags(args)])
+                                                          str(args.steps), "--warmup", str(args.warmup),
+                                                          *_flags(args, ("--profile", "--json", "--quiet"))])
     if status is not None:
         return status
     from numpy_transformer.benchmarks.train_step import run
 
-    results = run(args.configs, args.blas_threads, args.steps, args.warmup, args.profile,
-                  log=lambda line: print(line, flush=True))
+    progress = progress_bars(args.quiet)
+    results = run(args.configs, args.blas_threads, args.steps, args.warmup, args.profile, log=lines_beside(progress),
+                  progress=progress)
     if args.json:
         print(json.dumps(results))
     return 0
@@ -282,7 +308,7 @@ def bench_decode_command(args):
         return status
     from numpy_transformer.benchmarks.decode import run
 
-    results = run(args.configs, args.runs, args.profile, log=lambda line: print(line, flush=True))
+    results = run(args.configs, args.runs, args.profile, log=lines_beside(None))
     if args.json:
         print(json.dumps(results))
     return 0

@@ -5,7 +5,7 @@ from numpy_transformer.cli.common import add_threads_argument, non_negative_inte
 def add_parser(commands):
     check = commands.add_parser("gradcheck", help="gradient-check every primitive op of the engine")
     check.add_argument("--seed", type=non_negative_integer, default=0, help="seed of the random inputs (default 0)")
-    add_threads_argument(check)
+    add_threads_argument(check, "the Jacobians' matrix products")
     check.set_defaults(run=command)
 
 

@@ -1,5 +1,6 @@
-"""What the commands share: their exit statuses, and the arguments several of them take
-(decoding settings, threads, the datasets cache, quiet).
+"""What the commands share: their exit statuses, the arguments several of them take (decoding
+settings, threads, the caches, the weights, quiet), each with help naming the command's own
+work, and the progress bars drawn on a terminal.
 
 Nothing here imports NumPy: the parser is built before the BLAS thread count is fixed. The
 argparse types import the checks of `autograd.checks` when they run, after it is.
@@ -76,26 +77,65 @@ def add_decoding_arguments(parser, what):
                              "per token; 0: the raw log-probability)")
 
 
-def add_threads_argument(parser):
-    parser.add_argument("--threads", type=thread_count, default=1,
-                        help="threads of BLAS and of the optimizer's update (default 1: small matrices gain "
-                             "little from more, and threads waiting for a busy CPU slow training down "
-                             "several times)")
+TRAINING_THREADS = ("threads of BLAS and of the optimizer's update (default 1: small matrices gain little from "
+                    "more, and threads waiting for a busy CPU slow training down several times)")
 
 
-def add_common_arguments(parser):
-    """--cache-dir, --threads, --weights and --quiet, as every command that loads a model takes them."""
-    parser.add_argument("--cache-dir", help="where datasets keeps its copies (default HF_DATASETS_CACHE)")
-    add_threads_argument(parser)
-    add_weights_argument(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress bar and no lines per validation")
+def add_threads_argument(parser, work=None, why="the matrix products of these models gain little from more"):
+    """--threads: the BLAS threads of `work` (what the command computes: "decoding"), the default
+    1 explained by `why`; with `work` None those of training and of the optimizer's update."""
+    text = TRAINING_THREADS if work is None else f"threads of BLAS for {work} (default 1: {why})"
+    parser.add_argument("--threads", type=thread_count, default=1, help=text)
 
 
-def add_weights_argument(parser):
+def add_quiet_argument(parser, bars):
+    """--quiet: no progress bar, `bars` saying which ("while translating")."""
+    parser.add_argument("--quiet", action="store_true", help=f"no progress bar on standard error {bars} (a bar is "
+                                                             f"drawn only when standard error is a terminal)")
+
+
+def add_dataset_cache_argument(parser, corpus):
+    """--cache-dir of a command that reads `corpus` (a Hugging Face dataset, through datasets)."""
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help=f"where datasets keeps its copy of {corpus}: a Hugging Face dataset's download, or the "
+                             f"table it reads from a .jsonl, .json, .csv, .tsv or .parquet file (default "
+                             f"HF_DATASETS_CACHE)")
+
+
+def add_model_cache_argument(parser):
+    """--cache-dir of a command that may read a model from the Hugging Face Hub."""
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="where huggingface_hub keeps the models it downloads, for --checkpoint a Hub name "
+                             "(default HF_HUB_CACHE)")
+
+
+def add_weights_argument(parser, use):
+    """--weights: which weights of a run folder the command `use`s ("translate with")."""
     parser.add_argument("--weights", choices=("best", "last"), default="best",
-                        help="which weights of a run folder: best (those of the lowest validation loss, "
-                             "checkpoint_best.npz; the default) or last (those of the last step, which --resume "
-                             "continues); a run without best weights gives its last ones, with a note")
+                        help=f"which weights of the run folder to {use}: best (those of the lowest validation loss, "
+                             f"checkpoint_best.npz; the default) or last (those of the run's last step); a run "
+                             f"without best weights gives its last ones, with a note")
+
+
+def on_terminal():
+    """Whether a progress bar is wanted: only when standard error is a terminal."""
+    return sys.stderr.isatty()
+
+
+def progress(iterable=None, **options):
+    """tqdm over `iterable` on standard error, shown only on a terminal (nothing in a log)."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, file=sys.stderr, disable=not on_terminal(), dynamic_ncols=True, **options)
+
+
+def progress_bars(quiet):
+    """What a command hands the library as its `progress`: a function drawing a bar on standard
+    error (each bar removed when its work is done, so the terminal keeps the output alone), or
+    None (no bar) with --quiet or when standard error is not a terminal (a log, a pipe, CI)."""
+    if quiet or not on_terminal():
+        return None
+    return lambda iterable, **options: progress(iterable, leave=False, **options)
 
 
 MODEL_NAMES = {"translation": "a translation model", "lm": "a causal language model (GPT)",

@@ -7,9 +7,8 @@ perplexity and the accuracy of its predicted tokens.
 The work is `numpy_transformer.training.evaluation` (`evaluate_checkpoint`); this module parses
 the arguments.
 """
-import sys
-
-from numpy_transformer.cli.common import add_common_arguments, add_decoding_arguments, non_negative_integer
+from numpy_transformer.cli.common import add_dataset_cache_argument, add_decoding_arguments, add_quiet_argument, \
+    add_threads_argument, add_weights_argument, non_negative_integer, progress_bars
 
 
 def add_parser(commands):
@@ -22,7 +21,11 @@ def add_parser(commands):
     evaluate.add_argument("--samples", type=non_negative_integer, default=4,
                           help="translations (or completions) to print (default 4)")
     add_decoding_arguments(evaluate, "the evaluation")
-    add_common_arguments(evaluate)
+    add_dataset_cache_argument(evaluate, "the run's corpus (its data.json names it)")
+    add_threads_argument(evaluate, "translating and scoring the split")
+    add_weights_argument(evaluate, "score")
+    add_quiet_argument(evaluate, "while the corpus is read, the split translated (greedy, then with the beam) and "
+                                 "its perplexity computed")
     evaluate.set_defaults(run=command)
 
 
@@ -32,5 +35,5 @@ def command(args):
     from numpy_transformer.training.evaluation import evaluate_checkpoint
 
     evaluate_checkpoint(args.checkpoint, args.split, args.beam, args.length_penalty, args.samples, args.cache_dir,
-                        progress=not args.quiet and sys.stderr.isatty(), weights=args.weights)
+                        progress=progress_bars(args.quiet), weights=args.weights)
     return 0

@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 
 from numpy_transformer.cli import os_error_text, threads_from_arguments
-from numpy_transformer.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, add_threads_argument
+# on_terminal and progress: the examples import them from here, with the rest of what they share
+from numpy_transformer.cli.common import (EXIT_ERROR, EXIT_INTERRUPTED, add_threads_argument,  # noqa: F401
+                                          on_terminal, progress)
 
 # the optional libraries the examples import, by module name: what pip installs
 OPTIONAL_LIBRARIES = {"sklearn": "scikit-learn", "networkx": "networkx", "torch": "torch", "matplotlib": "matplotlib"}
@@ -45,18 +47,6 @@ def output_folder(args):
     """args.out, created if missing."""
     args.out.mkdir(parents=True, exist_ok=True)
     return args.out
-
-
-def on_terminal():
-    """Whether a progress bar is wanted: only when standard error is a terminal."""
-    return sys.stderr.isatty()
-
-
-def progress(iterable=None, **options):
-    """tqdm over `iterable` on standard error, shown only on a terminal (nothing in a log)."""
-    from tqdm import tqdm
-
-    return tqdm(iterable, file=sys.stderr, disable=not on_terminal(), dynamic_ncols=True, **options)
 
 
 def require(*modules):

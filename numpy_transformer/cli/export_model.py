@@ -38,8 +38,8 @@ def add_parser(commands):
                         help="torch: the names and layouts of numpy_transformer/interop/torch_reference.py; hf: Hugging "
                              "Face GPT-2 (decoder-only models)")
     export.add_argument("out", metavar="OUT", help="the folder to write into")
-    add_threads_argument(export)
-    add_weights_argument(export)
+    add_threads_argument(export, "loading the model", "export copies weights and multiplies no matrices")
+    add_weights_argument(export, "export")
     export.set_defaults(run=command)
 
 

@@ -8,7 +8,8 @@ several [MASK]s gives one block per [MASK], in order, separated by an empty line
 """
 import sys
 
-from numpy_transformer.cli.common import add_common_arguments, load_language_model, positive_integer, utf8_lines
+from numpy_transformer.cli.common import add_model_cache_argument, add_threads_argument, add_weights_argument, \
+    load_language_model, positive_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -21,7 +22,9 @@ def add_parser(commands):
                            "(bert-base-uncased)")
     fill.add_argument("text", help="a text with one [MASK] or more")
     fill.add_argument("--top-k", type=positive_integer, default=5, metavar="K", help="candidates per [MASK] (default 5)")
-    add_common_arguments(fill)
+    add_model_cache_argument(fill)
+    add_threads_argument(fill, "reading the text, one pass through the model")
+    add_weights_argument(fill, "predict with")
     fill.set_defaults(run=command)
 
 

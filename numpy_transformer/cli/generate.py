@@ -9,8 +9,9 @@ and to the nucleus of mass P (`numpy_transformer.sampling`), until [EOS].
 """
 import sys
 
-from numpy_transformer.cli.common import add_common_arguments, load_language_model, non_negative_integer, \
-    non_negative_number, positive_integer, probability, standard_input_lines, utf8_lines
+from numpy_transformer.cli.common import add_model_cache_argument, add_quiet_argument, add_threads_argument, \
+    add_weights_argument, load_language_model, non_negative_integer, non_negative_number, positive_integer, \
+    probability, progress_bars, standard_input_lines, utf8_lines
 
 
 def add_parser(commands):
@@ -28,7 +29,10 @@ def add_parser(commands):
     generate.add_argument("--top-p", type=probability, metavar="P",
                           help="draw from the smallest set of most probable tokens of mass ≥ P, in (0, 1]")
     generate.add_argument("--seed", type=non_negative_integer, default=0, help="seed of the draws (default 0)")
-    add_common_arguments(generate)
+    add_model_cache_argument(generate)
+    add_threads_argument(generate, "generating, one pass through the model per new token")
+    add_weights_argument(generate, "generate with")
+    add_quiet_argument(generate, "while the prompts are continued, one by one")
     generate.set_defaults(run=command)
 
 
@@ -43,7 +47,7 @@ def command(args):
     if not prompts:
         raise ValueError("nothing to continue: give prompts as arguments or as lines on standard input")
     texts = complete(model, tokenizer, prompts, np.random.default_rng(args.seed), args.max_new_tokens,
-                     args.temperature, args.top_k, args.top_p)
+                     args.temperature, args.top_k, args.top_p, progress_bars(args.quiet))
     for note in notes:
         print(note, file=sys.stderr)
     print("\n".join(texts))

@@ -20,11 +20,13 @@ import re
 import sys
 import time
 
-from numpy_transformer.cli.common import EXIT_INTERRUPTED, add_common_arguments, add_decoding_arguments, \
-    json_object, non_negative_integer
+from numpy_transformer.cli.common import EXIT_INTERRUPTED, add_dataset_cache_argument, add_decoding_arguments, \
+    add_quiet_argument, add_threads_argument, add_weights_argument, json_object, non_negative_integer, on_terminal, \
+    progress_bars
 from numpy_transformer.training.presets import PRESETS, TASK_PRESETS, measured_duration
 
 TASKS = tuple(TASK_PRESETS)
+DEFAULT_OUT = "runs/default"
 
 # (flag, field, type, help): every field a preset sets can be overridden by a flag.
 MODEL_FLAGS = [
@@ -115,8 +117,8 @@ def add_parser(commands):
                                               "default)",
                                 description="Train a translation model (or, with --task, a language model) and "
                                             "evaluate it on the test split.")
-    train.add_argument("--out", default="runs/default", metavar="DIR",
-                       help="folder of the checkpoint, log, figure and metrics (default runs/default)")
+    train.add_argument("--out", metavar="DIR",
+                       help=f"folder of the checkpoint, log, figure and metrics (default {DEFAULT_OUT})")
     train.add_argument("--task", choices=TASKS, dest="data.task",
                        help="translation (the default), lm (a causal language model, GPT) or mlm (a masked one, BERT)")
     train.add_argument("--preset", choices=list(PRESETS),
@@ -147,7 +149,10 @@ def add_parser(commands):
     special.add_argument("--clip-norm", type=float, help="largest gradient norm; 0 turns clipping off")
     add_decoding_arguments(train, "the final evaluation on the test split")
     train.add_argument("--samples", type=non_negative_integer, default=4, help="test translations to print (default 4)")
-    add_common_arguments(train)
+    add_dataset_cache_argument(train, "--dataset")
+    add_threads_argument(train)
+    add_weights_argument(train, "score in the final evaluation on the test split")
+    add_quiet_argument(train, "while training or during the final evaluation, and no line per validation")
     train.set_defaults(run=command)
 
 
@@ -155,10 +160,12 @@ def command(args):
     """Train (or resume) the run in --out, evaluate it on the test split, write metrics.json."""
     from numpy_transformer.training.settings import resolve
     from numpy_transformer.training.run import Run
+    from numpy_transformer.training.run_folder import RunFolderError
 
     started = time.perf_counter()
+    given_out, args.out = args.out is not None, DEFAULT_OUT if args.out is None else args.out
     report = None if args.quiet else print
-    options = dict(cache_dir=args.cache_dir, progress=not args.quiet and sys.stderr.isatty(), report=report,
+    options = dict(cache_dir=args.cache_dir, progress=not args.quiet and on_terminal(), report=report,
                    threads=args.threads)
     model, training, data = overrides(args)
     if args.resume:
@@ -168,7 +175,12 @@ def command(args):
             settings = resolve(args.preset, model, training, data)
         except ValueError as error:
             raise ValueError(named_by_flag(str(error), args.layers is not None)) from None
-        run = Run.new(args.out, *settings, overwrite=args.overwrite, **options)
+        try:
+            run = Run.new(args.out, *settings, overwrite=args.overwrite, **options)
+        except RunFolderError as error:
+            if given_out:
+                raise
+            raise RunFolderError(f"{error} (--out was not given: a run goes to {DEFAULT_OUT} by default)") from None
     with run:                                   # the folder stays locked until the metrics are written
         return train_and_evaluate(run, args, started)
 
@@ -197,7 +209,7 @@ def train_and_evaluate(run, args, started):
     scored = load_checkpoint(run.directory, args.weights)
     print(scored.weights_line(args.weights))
     evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", args.beam,
-                                args.length_penalty, args.samples)
+                                args.length_penalty, args.samples, progress_bars(args.quiet))
     metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started, scored)
     atomic_write_text(run.directory / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     best = ", checkpoint_best.npz" if state.best_step is not None else ""

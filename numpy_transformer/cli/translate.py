@@ -4,8 +4,8 @@
 """
 import sys
 
-from numpy_transformer.cli.common import add_common_arguments, add_decoding_arguments, load_model_of, \
-    standard_input_lines, utf8_lines
+from numpy_transformer.cli.common import add_decoding_arguments, add_quiet_argument, add_threads_argument, \
+    add_weights_argument, load_model_of, progress_bars, standard_input_lines, utf8_lines
 
 
 def add_parser(commands):
@@ -15,7 +15,10 @@ def add_parser(commands):
     translate.add_argument("--checkpoint", required=True, metavar="DIR", help="the folder `train --out` wrote")
     translate.add_argument("sentences", nargs="*", help="sentences to translate (none: read standard input)")
     add_decoding_arguments(translate, "the translation")
-    add_common_arguments(translate)
+    add_threads_argument(translate, "decoding: the encoder, then greedy decoding or beam search")
+    add_weights_argument(translate, "translate with")
+    add_quiet_argument(translate, "while the sentences are translated, batch by batch; the notes on standard "
+                                  "error stay")
     translate.set_defaults(run=command)
 
 
@@ -42,7 +45,8 @@ def command(args):
                  cut_note(what, i + 1, cut[i], model.config.position_limit) if i in cut else None]
         for note in filter(None, notes):
             print(f"note: {note}", file=sys.stderr)
-    print("\n".join(written_translations(model, tgt, sources, args.beam, args.length_penalty)))
+    print("\n".join(written_translations(model, tgt, sources, args.beam, args.length_penalty,
+                                         progress=progress_bars(args.quiet))))
     return 0
 
 

@@ -32,6 +32,15 @@ SPLIT_NAMES = {"train": ("train",), "validation": ("validation", "val", "valid",
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 
+def accepted(suffixes, languages):
+    """What --dataset takes, for the message of a path that does not exist."""
+    prefix = f"the prefix P of parallel text files {' and '.join(f'P.{language}' for language in languages)}, " \
+        if languages else ""
+    return (f"--dataset takes a corpus by name (tatoeba, builtin, opus_books, or a Hugging Face dataset such as "
+            f"bentrevett/multi30k), a file ({', '.join(suffixes)}), {prefix}or a folder of train, validation and "
+            f"test files")
+
+
 def official_names(names, where):
     """{split: name}: which of `names` (file names, or a Hub dataset's splits) is each split, by
     its stem; "train" is required, the held-out splits are optional. A ValueError naming
@@ -75,7 +84,7 @@ def split_files(name, suffixes, validation_file=None, test_file=None, languages=
     if Path(name).is_file() or Path(name).suffix.lower() in suffixes or is_prefix(name, languages):
         return {"train": Path(name), **separate}
     if not HUB_NAME.match(name):
-        raise FileNotFoundError(f"{name}: no such file or folder")
+        raise FileNotFoundError(f"{name}: no such file or folder. {accepted(suffixes, languages)}")
     if separate:
         raise ValueError(f"--validation-file and --test-file go with a training file given to --dataset, not with "
                          f"the dataset {name!r}")

@@ -40,7 +40,7 @@ from numpy_transformer.completion import complete, fill_mask
 from numpy_transformer.data.batching import encode_pairs
 from numpy_transformer.data.detokenize import detokenize
 from numpy_transformer.data.texts import encode_texts
-from numpy_transformer.decoding import checked_scores, inference_mode, scoring_mode
+from numpy_transformer.decoding import checked_scores, inference_mode, scoring_mode, with_progress
 from numpy_transformer.training.checkpoint import load_checkpoint
 from numpy_transformer.training.loss import TRANSLATION, make_objective
 from numpy_transformer.training.prepare import prepare_data
@@ -49,23 +49,25 @@ from numpy_transformer.translation import read_sources, written_translations
 
 # Cross-entropy and perplexity.
 
-def ordered_batches(encoded, batch_size, objective=TRANSLATION):
+def ordered_batches(encoded, batch_size, objective=TRANSLATION, progress=None):
     """The sequences of `encoded` in batches of similar lengths, in a fixed order (no
-    randomness: evaluation must not move any training generator)."""
+    randomness: evaluation must not move any training generator). progress: shows the batches
+    read (`decoding.with_progress`)."""
     order = np.lexsort(encoded.length_keys())
-    for number, start in enumerate(range(0, len(order), batch_size)):
+    starts = range(0, len(order), batch_size)
+    for number, start in enumerate(with_progress(progress, starts, desc="perplexity", unit="batch")):
         yield objective.batch(encoded, order[start:start + batch_size], ("evaluate", number))
 
 
-def mean_cross_entropy(model, encoded, batch_size=64, label_smoothing=0.0, objective=TRANSLATION):
+def mean_cross_entropy(model, encoded, batch_size=64, label_smoothing=0.0, objective=TRANSLATION, progress=None):
     """−(1/T) Σ_t log p(y_t | context) over every target that counts in `encoded` (an
     `EncodedPairs`, or an `EncodedTexts` with a language model's objective), in eval mode: the
-    validation loss. Returns a float."""
+    validation loss. Returns a float. progress: see `ordered_batches`."""
     if len(encoded) == 0:
         raise ValueError("mean_cross_entropy: nothing to evaluate (all longer than the maximum length?)")
     total, tokens = 0.0, 0
     with inference_mode(model):
-        for batch in ordered_batches(encoded, batch_size, objective):
+        for batch in ordered_batches(encoded, batch_size, objective, progress):
             total += objective.loss(model, batch, label_smoothing).item() * batch.n_tokens
             tokens += batch.n_tokens
     return total / tokens
@@ -162,7 +164,8 @@ class Evaluation:
         return max(len(found) for found in self.references)
 
 
-def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, beam_size=4, length_penalty=1.0, batch_size=64):
+def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, beam_size=4, length_penalty=1.0, batch_size=64,
+                   progress=None):
     """Translate each distinct source of the pairs (`Pair`s) greedily and with beam search, score
     both against all the source's translations, and give the perplexity of the references.
 
@@ -171,18 +174,20 @@ def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, beam_size=4, leng
     tokens with learned positions), and every reference is scored. The perplexity counts every
     pair whose source and target the model's positions hold (`TransformerConfig.position_limit`,
     encoded as in training): all of them for sinusoidal or relative positions; with learned
-    positions, the longer pairs are left out of the perplexity only."""
+    positions, the longer pairs are left out of the perplexity only.
+
+    progress: shows each of the three passes, batch by batch (`decoding.with_progress`)."""
     if not pairs:
         raise ValueError("no pair to evaluate: the split is empty")
     groups = group_by_source(pairs)
     sources, cut = read_sources(model, src_tokenizer, [source for source, _ in groups])
     references = [[detokenize(pair.tgt, tgt_tokenizer.language) for pair in found] for _, found in groups]
-    greedy = written_translations(model, tgt_tokenizer, sources, 1, length_penalty, batch_size)
-    beam = written_translations(model, tgt_tokenizer, sources, beam_size, length_penalty, batch_size) \
+    greedy = written_translations(model, tgt_tokenizer, sources, 1, length_penalty, batch_size, progress)
+    beam = written_translations(model, tgt_tokenizer, sources, beam_size, length_penalty, batch_size, progress) \
         if beam_size > 1 else None
     limit = model.config.position_limit
     held = encode_pairs(pairs, src_tokenizer, tgt_tokenizer, limit)
-    cross_entropy = mean_cross_entropy(model, held, batch_size) if len(held) else None
+    cross_entropy = mean_cross_entropy(model, held, batch_size, progress=progress) if len(held) else None
     return Evaluation([detokenize(source, src_tokenizer.language) for source, _ in groups], references, greedy, beam,
                       corpus_scores(greedy, references), beam and corpus_scores(beam, references), cross_entropy,
                       beam_size, len(pairs), len(held), len(cut), limit)
@@ -206,23 +211,25 @@ class LanguageModelEvaluation:
         return perplexity(self.cross_entropy)
 
 
-def evaluate_texts(model, tokenizer, texts, objective, max_len, length_policy="drop", batch_size=64, samples=4):
-    """The `LanguageModelEvaluation` of `texts`, encoded as in training."""
+def evaluate_texts(model, tokenizer, texts, objective, max_len, length_policy="drop", batch_size=64, samples=4,
+                   progress=None):
+    """The `LanguageModelEvaluation` of `texts`, encoded as in training; progress: shows the
+    batches scored (`decoding.with_progress`)."""
     encoded = encode_texts(texts, tokenizer, max_len, length_policy, objective.framing)
     if len(encoded) == 0:
         raise ValueError(f"no text to evaluate: all {len(texts)} are longer than the maximum length {max_len}")
-    cross_entropy, accuracy, n_tokens = token_scores(model, encoded, objective, batch_size)
+    cross_entropy, accuracy, n_tokens = token_scores(model, encoded, objective, batch_size, progress)
     kept = [texts[i] for i in dict.fromkeys(encoded.text_index.tolist())]
     rows = (causal_samples if objective.framing == "causal" else masked_samples)(model, tokenizer, kept[:samples])
     return LanguageModelEvaluation(cross_entropy, accuracy, len(kept), n_tokens, len(texts) - len(kept), rows)
 
 
-def token_scores(model, encoded, objective, batch_size=64):
+def token_scores(model, encoded, objective, batch_size=64, progress=None):
     """(mean cross-entropy, top-1 accuracy, number) of the predicted tokens of `encoded`, in
-    eval mode, without label smoothing."""
+    eval mode, without label smoothing; progress: see `ordered_batches`."""
     total, correct, tokens = 0.0, 0, 0
     with scoring_mode(model):
-        for batch in ordered_batches(encoded, batch_size, objective):
+        for batch in ordered_batches(encoded, batch_size, objective, progress):
             logits = model(batch.inputs)
             checked_scores(logits.data, "logits")
             counted = batch.targets != batch.ignore_index
@@ -260,18 +267,19 @@ def masked_samples(model, tokenizer, texts):
 # A split of a run's data, as `train` and `evaluate` print it.
 
 def evaluate_checkpoint(directory, split="test", beam_size=4, length_penalty=1.0, samples=4, cache_dir=None,
-                        progress=True, weights="best"):
+                        progress=None, weights="best"):
     """The `evaluate` command: load the run saved in `directory` with its `weights` ("best" or
     "last", `load_checkpoint`), rebuild its data from the data description saved with it, and
-    print (and return) the evaluation of the split."""
+    print (and return) the evaluation of the split. progress: None (no bar, nor those of
+    `datasets`), or a function that draws one (`decoding.with_progress`)."""
     checkpoint = load_checkpoint(directory, weights)
-    data = prepare_data(checkpoint.data_config, cache_dir, checkpoint.tokenizers, progress=progress)
+    data = prepare_data(checkpoint.data_config, cache_dir, checkpoint.tokenizers, progress=progress is not None)
     print(checkpoint.weights_line(weights))
     print(f"data: {data.splits.source}")
     print_warnings(data)
     objective = make_objective(checkpoint.task, checkpoint.tokenizers, checkpoint.training_config.seed)
     return evaluate_split(checkpoint.model, data, checkpoint.data_config, objective, split, beam_size, length_penalty,
-                          samples)
+                          samples, progress)
 
 
 def print_warnings(data):
@@ -280,18 +288,21 @@ def print_warnings(data):
         print(warning, file=sys.stderr)
 
 
-def evaluate_split(model, data, data_config, objective, split="test", beam_size=4, length_penalty=1.0, samples=4):
+def evaluate_split(model, data, data_config, objective, split="test", beam_size=4, length_penalty=1.0, samples=4,
+                   progress=None):
     """Evaluate `model` on a split ("test" or "validation") of its prepared data (`PreparedData`
     of `data_config`): its pairs (`evaluate_pairs`, greedy and with a beam of `beam_size`) or
-    texts (`evaluate_texts`). Prints `samples` samples and the scores; returns the evaluation."""
+    texts (`evaluate_texts`). Prints `samples` samples and the scores; returns the evaluation.
+    progress: shows the passes over the split (`decoding.with_progress`)."""
     items = data.splits.test if split == "test" else data.splits.validation
     if not items:
         raise ValueError(f"{data.splits.source}: the split to evaluate is empty (the corpus is too small)")
     if data_config.task == "translation":
-        evaluation = evaluate_pairs(model, data.src_tokenizer, data.tgt_tokenizer, items, beam_size, length_penalty)
+        evaluation = evaluate_pairs(model, data.src_tokenizer, data.tgt_tokenizer, items, beam_size, length_penalty,
+                                    progress=progress)
     else:
         evaluation = evaluate_texts(model, data.tokenizers[0], items, objective, data_config.max_len,
-                                    data_config.length_policy, samples=samples)
+                                    data_config.length_policy, samples=samples, progress=progress)
     print_evaluation(evaluation, split, samples)
     return evaluation
 

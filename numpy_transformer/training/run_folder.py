@@ -87,8 +87,8 @@ class RunFolder:
         written = set(_read_manifest(self.directory))
         foreign = [name for name in present if name not in written and name != MANIFEST]
         if (self.directory / MANIFEST).exists() and "checkpoint.npz" in present and not overwrite:
-            raise RunFolderError(f"{self.directory} already holds a trained model: continue it with --resume, start "
-                                 f"again with --overwrite, or choose another folder with --out")
+            raise RunFolderError(f"{self.directory} already holds a trained model: to train another model, give a new "
+                                 f"folder with --out NEW; to continue this one, --resume; to replace it, --overwrite")
         clashes = [name for name in foreign if name in self.names]
         if clashes:
             raise RunFolderError(f"{self.directory} holds {', '.join(clashes)}, which a run would replace and no manifest "
