@@ -124,7 +124,7 @@ def pooling_modes(path, d_model):
     if "pooling_mode" not in config:
         return tuple(mode for name, mode in LEGACY_POOLING_FIELDS.items() if config.get(name)) or ("mean",)
     given = config["pooling_mode"]
-    modes = (given,) if isinstance(given, str) else given
+    modes = [given] if isinstance(given, str) else given
     if not isinstance(modes, list) or not modes or not all(mode in POOLING_MODES for mode in modes):
         raise ValueError(f"{path}: pooling_mode must be one of {', '.join(POOLING_MODES)} or a list of them, got "
                          f"{shown(given)}")
