@@ -175,6 +175,13 @@ def test_random_values_in_every_field_read_embed_or_give_one_line(minilm_like):
             (minilm_like / file).write_text(original)
 
 
+def test_a_run_folder_or_a_missing_path_is_one_line(tmp_path):
+    (tmp_path / "run").mkdir()
+    for path in (tmp_path / "run", tmp_path / "missing" / "folder"):
+        assert_one_line(embed_command(path, "the cat"), r"is not a Hugging Face model folder \(no config.json\) nor a "
+                                                        r"Hub name")
+
+
 def test_a_folder_that_is_not_an_encoder_is_one_line(tmp_path):
     tokenizer = gpt2_tokenizer()
     folder = write_folder(tmp_path / "gpt2", gpt2_config(tokenizer.get_vocab_size()),
@@ -290,7 +297,7 @@ def test_similarity_prints_the_cosine_matrix_and_search_ranks_the_texts(minilm_l
 
 @pytest.mark.parametrize("args, message", [
     (["the cat", ""], r"text 2 is empty: every text needs at least one word"),
-    (["--search", " ", "the cat"], r"--search: the query 1 is empty"),
+    (["--search", " ", "the cat"], r"--search: the query is empty"),
     (["--out", "e.txt", "the cat"], r"--out e.txt: the file name must end in .npy or .jsonl"),
     (["--file", "texts.txt", "the cat"], r"give the texts as arguments or as --file FILE, not both"),
 ])

@@ -53,7 +53,7 @@ def add_parser(commands):
 
 def command(args):
     """Embed the texts, then print or write what the flags ask for (module docstring)."""
-    from numpy_transformer.cli.example_scripts import progress
+    from numpy_transformer.interop.pretrained import names_pretrained
     from numpy_transformer.interop.sentence_encoder import load_sentence_encoder
     from numpy_transformer.sentence_embedding import embed
 
@@ -61,11 +61,16 @@ def command(args):
         raise ValueError(f"--out {args.out}: the file name must end in {' or '.join(OUTPUT_FORMATS)} (a NumPy array, "
                          f"or one JSON line per text)")
     texts = read_texts(args)
-    model, tokenizer, recipe = load_sentence_encoder(args.checkpoint, args.cache_dir)
     queries = [] if args.search is None else utf8_lines([args.search], "--search query")
-    check_not_blank(queries, "--search: the query")
+    if queries and not queries[0].strip():
+        raise ValueError("--search: the query is empty: give the words to look for")
+    if not names_pretrained(args.checkpoint):
+        raise ValueError(f"{args.checkpoint} is not a Hugging Face model folder (no config.json) nor a Hub name: embed "
+                         f"reads a BERT-architecture encoder such as all-MiniLM-L6-v2 (config.json, model.safetensors, "
+                         f"tokenizer.json), not a run folder of train")
+    model, tokenizer, recipe = load_sentence_encoder(args.checkpoint, args.cache_dir)
     vectors = embed(model, tokenizer, texts + queries, recipe, args.batch_size,
-                    lambda batches: progress(batches, quiet=args.quiet, desc="embed", unit="batch"))
+                    lambda batches: progress_bar(batches, args.quiet))
     if args.search is not None:
         print_search(texts, vectors[:-1], vectors[-1], args.top_k)
     elif args.similarity:
@@ -94,14 +99,18 @@ def read_texts(args):
         texts, where = standard_input_lines(), "standard input: line"
     if not texts:
         raise ValueError("nothing to embed: give texts as arguments, as --file FILE, or as lines on standard input")
-    check_not_blank(texts, where)
-    return texts
-
-
-def check_not_blank(texts, where):
     for number, text in enumerate(texts, start=1):
         if not text.strip():
             raise ValueError(f"{where} {number} is empty: every text needs at least one word (remove blank lines)")
+    return texts
+
+
+def progress_bar(batches, quiet):
+    """tqdm over the batches on standard error: on a terminal only, and never with --quiet."""
+    from tqdm import tqdm
+
+    return tqdm(batches, file=sys.stderr, disable=quiet or not sys.stderr.isatty(), desc="embed", unit="batch",
+                dynamic_ncols=True)
 
 
 def json_lines(texts, vectors):

@@ -52,12 +52,11 @@ def on_terminal():
     return sys.stderr.isatty()
 
 
-def progress(iterable=None, quiet=False, **options):
-    """tqdm over `iterable` on standard error, shown only on a terminal (nothing in a log) and
-    unless `quiet` (a command's --quiet)."""
+def progress(iterable=None, **options):
+    """tqdm over `iterable` on standard error, shown only on a terminal (nothing in a log)."""
     from tqdm import tqdm
 
-    return tqdm(iterable, file=sys.stderr, disable=quiet or not on_terminal(), dynamic_ncols=True, **options)
+    return tqdm(iterable, file=sys.stderr, disable=not on_terminal(), dynamic_ncols=True, **options)
 
 
 def require(*modules):
