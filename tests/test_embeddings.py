@@ -84,6 +84,19 @@ def test_fill_mask_on_an_encoder_without_a_head_is_one_line_pointing_to_embed(mi
                     "without a masked-LM head", "numpy-transformer embed")
 
 
+def test_attention_reads_the_heads_of_an_encoder_without_a_head(minilm_like, tmp_path):
+    from numpy_transformer.analysis.capture import capture_text
+    from numpy_transformer.interop.pretrained import load_pretrained
+
+    status, out, err = run_main(["attention", "--checkpoint", minilm_like, "the cat sat", "--out", tmp_path / "heads"])
+    assert status == 0, err
+    assert out.startswith("text: [CLS] the cat sat [SEP]")
+    model, tokenizer = load_pretrained(minilm_like, dtype="float64")
+    capture = capture_text(model, tokenizer, "the cat sat")
+    model.encode(np.array([[2, 5, 6, 8, 3]]))
+    np.testing.assert_array_equal(capture.weights["encoder.0.self_attn"], model.stack.layers[0].self_attn.last_weights[0])
+
+
 def test_the_recipe_is_read_from_sentence_transformers_files(minilm_like):
     _, _, recipe = load_sentence_encoder(minilm_like)
     assert recipe == EmbeddingRecipe(("mean",), normalize=True, max_length=12, lowercase=False)
