@@ -83,6 +83,8 @@ def embed(model, tokenizer, texts, recipe=EmbeddingRecipe(), batch_size=32, prog
     of the model's dtype. Texts are encoded `batch_size` at a time, longest first (less
     padding), each batch through `progress` (an iterable wrapper: a progress bar). A ValueError
     names a text that is not a string or is empty (blank)."""
+    if isinstance(texts, str):
+        raise ValueError(f"texts must be a list of texts, got one string ({texts[:40]!r}): pass [text]")
     for number, text in enumerate(texts, start=1):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"text {number} is {'empty' if isinstance(text, str) else type(text).__name__}: "

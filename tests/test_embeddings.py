@@ -253,9 +253,11 @@ def test_a_long_text_is_cut_at_max_seq_length_and_the_padding_token_in_a_text_is
     np.testing.assert_allclose(embed(model, tokenizer, [with_pad], recipe)[0], mean / np.linalg.norm(mean), atol=1e-6)
 
 
-def test_an_empty_text_is_refused_by_the_function():
+def test_an_empty_text_or_a_string_for_a_list_is_refused_by_the_function():
     with pytest.raises(ValueError, match="text 2 is empty"):
         embed(None, None, ["the cat", "  "])
+    with pytest.raises(ValueError, match=r"texts must be a list of texts, got one string \('the cat'\): pass \[text\]"):
+        embed(None, None, "the cat")
 
 
 def test_cosine_similarity_and_rank():

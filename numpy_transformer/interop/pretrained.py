@@ -44,7 +44,8 @@ A `BertModel` checkpoint names its weights without the prefix `bert.` and has no
 `pooler.dense` (the [CLS] pooler of next-sentence prediction) and the buffer
 `embeddings.position_ids` (0, 1, 2, … as integers) are not weights of this model and are left
 unread, as `transformers` leaves them. Every input here is one segment (token type 0), so BERT's
-token-type embedding is folded into the positions. GPT-2 has no padding token (`pad_id` None, unless its config names one).
+token-type embedding is folded into the positions. GPT-2 has no padding token (`pad_id` None,
+unless its config names one).
 """
 import json
 import re
