@@ -103,32 +103,47 @@ class EncoderOnlyTransformer(Module):
     """BERT: a bidirectional stack (the encoder of §1.2.2) and the masked-LM head of the module
     docstring: a transform (Linear d → d, GELU, LayerNorm), then Wᴱᵀ (tied) or a Linear, and a
     bias over the vocabulary. Parameters: stack.*, head_transform.*, head_norm.*, head_bias, and
-    head.weight when not tied."""
+    head.weight when not tied.
 
-    def __init__(self, config, rng):
+    masked_lm_head=False builds the encoder alone (stack.* only), as Hugging Face's `BertModel`
+    is: a sentence-embedding model such as all-MiniLM-L6-v2 has no head, and is read through
+    `encode` (`sentence_embedding.embed` pools its outputs)."""
+
+    def __init__(self, config, rng, masked_lm_head=True):
         super().__init__()
         check_model_kind("EncoderOnlyTransformer", config, "encoder-only")
         self.config = config
         embedding = Embedding(config.vocab_size, config.d_model, rng, config.scale_embeddings, config.dtype)
         self.stack = Stack(config, embedding, EncoderLayer, config.n_layers, rng, bidirectional=True)
-        self.head_transform = Linear(config.d_model, config.d_model, rng, dtype=config.dtype)
-        self.head_norm = LayerNorm(config.d_model, config.norm_eps, config.norm_variant, config.dtype)
-        self.head = None if config.tie_embeddings else \
-            Linear(config.d_model, config.vocab_size, rng, bias=False, dtype=config.dtype)
-        self.head_bias = parameter(np.zeros(config.vocab_size), config.dtype)
+        self.masked_lm_head = masked_lm_head
+        self.head_transform = self.head_norm = self.head = self.head_bias = None
+        if masked_lm_head:
+            self.head_transform = Linear(config.d_model, config.d_model, rng, dtype=config.dtype)
+            self.head_norm = LayerNorm(config.d_model, config.norm_eps, config.norm_variant, config.dtype)
+            self.head = None if config.tie_embeddings else \
+                Linear(config.d_model, config.vocab_size, rng, bias=False, dtype=config.dtype)
+            self.head_bias = parameter(np.zeros(config.vocab_size), config.dtype)
         initialise(self, config.init, rng)
 
-    def encode(self, ids):
-        """ids (batch, n) → h (batch, n, d), every position seeing every real token."""
+    def encode(self, ids, real=None):
+        """ids (batch, n) → h (batch, n, d), every position seeing every real token: those that
+        are not pad_id, or those where `real` (batch, n) is True (Hugging Face's attention_mask,
+        for a text that holds the padding token itself)."""
         ids = checked_token_ids("ids", ids, self.config.vocab_size, ndim=2)
         if ids.shape[1] > self.config.max_len:
             raise ValueError(f"ids of shape {ids.shape} are longer than max_len={self.config.max_len}")
+        if real is not None and np.shape(real) != ids.shape:
+            raise ValueError(f"real has shape {np.shape(real)}; it must have the shape of ids, {ids.shape}")
         x = self.stack.embed(ids)
-        mask, bias = padding_mask(ids, self.config.pad_id), self.stack.position_bias(ids.shape[1], ids.shape[1])
+        mask = padding_mask(ids, self.config.pad_id) if real is None else np.asarray(real, dtype=bool)[:, None, None, :]
+        bias = self.stack.position_bias(ids.shape[1], ids.shape[1])
         return self.stack.finish(self.stack.through_layers(x, mask, bias))
 
     def forward(self, ids):
         """Logits (batch, n, vocab_size) of the token at every position, read from both sides."""
+        if not self.masked_lm_head:
+            raise ValueError("this encoder has no masked-LM head (a BertModel checkpoint, such as a sentence-embedding "
+                             "model): read its outputs with encode(ids), or embed texts with numpy-transformer embed")
         h = F.gelu(self.head_transform(self.encode(ids)), "tanh" if self.config.activation == "gelu_tanh" else "none")
         h = self.head_norm(h)
         weight = self.stack.embedding.weight.T if self.head is None else self.head.weight

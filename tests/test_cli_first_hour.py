@@ -222,7 +222,7 @@ def test_only_train_speaks_of_the_optimizer_or_of_training_in_its_shared_flags()
 
 def test_cache_dir_only_where_a_dataset_or_a_hub_model_may_be_read():
     having = {command for command, parser in command_parsers().items() if flag_help(parser, "--cache-dir")}
-    assert having == {"train", "evaluate", "generate", "fill-mask", "attention"}
+    assert having == {"train", "evaluate", "generate", "fill-mask", "attention", "embed"}
 
 
 def test_no_two_commands_share_the_same_help_for_threads_quiet_or_weights():

@@ -27,8 +27,9 @@ What every command must do:
 3. a command that needs the network (a dataset or a model of the Hugging Face Hub) says so in
    its comment, `# needs the network …` (an inline one: in its paragraph), and only such a
    command says it;
-4. `--checkpoint DIR` is runs/default (the quick start's) or a folder an earlier command of the
-   same page writes (a name that is no folder is a Hub model: rule 3); a local data file or
+4. `--checkpoint DIR` is runs/default (the quick start's), a folder an earlier command of the
+   same page writes, or a folder the page's text names as one (`DIR/`, with its slash); any
+   other name is a Hub model (rule 3); a local data file or
    folder ships in the repository, lies in a folder an earlier command writes, or is named in
    the page's text or the command's comment (where to get it).
 
@@ -381,7 +382,7 @@ def checkpoint_problems(command, args, page):
     command writes, one of the repository, one its comment names, or else a Hub model."""
     checkpoint = getattr(args, "checkpoint", None)
     if checkpoint is None or within(checkpoint, page.written) or (ROOT / checkpoint).is_dir() \
-            or in_comment(checkpoint, command):
+            or in_comment(checkpoint, command) or f"`{checkpoint.rstrip('/')}/`" in page.prose:
         return [], []
     if PurePosixPath(checkpoint).parts[0] == "runs":
         return [], [f"--checkpoint {checkpoint}: no earlier command of this page writes it"]

@@ -6,6 +6,7 @@
     numpy-transformer attention --checkpoint DIR "a sentence" [--out DIR]
     numpy-transformer generate --checkpoint DIR [--temperature T] [--top-k K] [--top-p P] "a prompt"
     numpy-transformer fill-mask --checkpoint DIR "a text with [MASK]"
+    numpy-transformer embed --checkpoint HF_FOLDER "a text" ... [--similarity | --search QUERY] [--out FILE.npy]
     numpy-transformer export --checkpoint DIR --to torch OUT
     numpy-transformer gradcheck
     numpy-transformer bench attention | train-step | decode | memory
@@ -28,13 +29,14 @@ import sys
 
 from numpy_transformer import __version__
 from numpy_transformer.training.allocator import reuse_freed_memory
-from numpy_transformer.cli import (attention_maps, bench, check_gradients, evaluate, export_model, fill_mask, generate,
-                                   train, translate)
+from numpy_transformer.cli import (attention_maps, bench, check_gradients, embed, evaluate, export_model, fill_mask,
+                                   generate, train, translate)
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, EXIT_ERROR, EXIT_INTERRUPTED
 
 BLAS_SPIN_VARIABLE, BLAS_SHORT_SPIN = "OPENBLAS_THREAD_TIMEOUT", "16"
 
-COMMANDS = (check_gradients, train, translate, evaluate, generate, fill_mask, attention_maps, export_model, bench)
+COMMANDS = (check_gradients, train, translate, evaluate, generate, fill_mask, embed, attention_maps, export_model,
+            bench)
 
 
 def build_parser():
@@ -122,6 +124,7 @@ MEMORY_ADVICE = {
     "evaluate": "the model in --checkpoint needs more than is free: a smaller --beam, or fewer --threads",
     "generate": "the model in --checkpoint needs more than is free: a smaller --max-new-tokens or a shorter prompt",
     "fill-mask": "the model in --checkpoint needs more than is free: a shorter text",
+    "embed": "the model in --checkpoint needs more than is free: a smaller --batch-size",
     "attention": "the model in --checkpoint needs more than is free: a shorter sentence",
     "export": "the model in --checkpoint needs more than is free: close other programs and export again",
     "bench": "choose a smaller benchmark (--max-n, --max-layers, --configs) or fewer --threads",

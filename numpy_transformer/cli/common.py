@@ -179,6 +179,10 @@ def load_language_model(name, task, cache_dir=None, weights="best"):
     if model.config.causal != (task == "lm"):
         held = "a GPT-2 (causal)" if model.config.causal else "a BERT (masked)"
         raise ValueError(f"{name} holds {held} model; this command needs {MODEL_NAMES[task]}")
+    if task == "mlm" and not model.masked_lm_head:
+        raise ValueError(f"{name} holds a BERT encoder without a masked-LM head (BertModel weights, no "
+                         f"cls.predictions.*, as a sentence-embedding model has): fill-mask needs BertForMaskedLM "
+                         f"weights; embed texts with it by numpy-transformer embed --checkpoint {name}")
     tokenizer.require(NEEDED_TOKENS[task], TASK_COMMANDS[task])
     return model, tokenizer, []
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 HUB_TIMEOUT = 3.0   # seconds to wait for the Hub before calling it unreachable
 MODEL_FILES = ["config.json", "model.safetensors", "tokenizer.json", "special_tokens_map.json",
-               "tokenizer_config.json"]
+               "tokenizer_config.json", "modules.json", "sentence_bert_config.json", "*Pooling/config.json"]
 
 
 class DataUnavailableError(RuntimeError):

@@ -18,7 +18,8 @@ object, each role a string, null (no such token) or an object with a string "con
 AddedToken), tokenizer.json a tokenizer `tokenizers` reads. Any other value is a ValueError
 naming the file and the field. The padding and truncation tokenizer.json may set (sentence-
 embedding checkpoints pad every text to 128 tokens and cut longer ones) are switched off: the
-commands frame the text themselves ([CLS] text [SEP]) and refuse a text longer than the model reads.
+commands frame the text themselves ([CLS] text [SEP]); fill-mask refuses a text longer than the
+model reads, and embed cuts it where sentence-transformers does (`sentence_embedding.EmbeddingRecipe`).
 """
 import json
 from pathlib import Path

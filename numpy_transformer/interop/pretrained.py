@@ -4,7 +4,10 @@ serves for `gpt2`, `distilgpt2`, `bert-base-uncased` and models of the same form
 `DecoderOnlyTransformer` or an `EncoderOnlyTransformer`. There is no second implementation:
 GPT-2 is the decoder-only model with pre-norm, GELU's tanh form, learned positions, unscaled
 embeddings and a tied head; BERT is the encoder-only model with post-norm, GELU, learned
-positions, unscaled embeddings normalised by a LayerNorm (`embedding_norm`), and its MLM head.
+positions, unscaled embeddings normalised by a LayerNorm (`embedding_norm`), and its MLM head,
+or no head: a `BertModel` checkpoint (its weights named without `bert.`, no `cls.predictions`),
+such as the sentence-embedding model all-MiniLM-L6-v2, loads as the encoder alone
+(`EncoderOnlyTransformer(masked_lm_head=False)`; `sentence_encoder.py` adds its pooling).
 
     model = load_hugging_face("path/to/gpt2")     # model.safetensors read tensor by tensor
     model, tokenizer = load_pretrained("gpt2")    # a folder, or a Hub name (cached, or downloaded)
@@ -37,8 +40,12 @@ BERT (`nn.Linear` stores (out, in): transposed here):
 | cls.predictions.transform.dense, .LayerNorm     | head_transform, head_norm               |
 | cls.predictions.bias                            | head_bias                               |
 
-Every input here is one segment (token type 0), so BERT's token-type embedding is folded into
-the positions. GPT-2 has no padding token (`pad_id` None, unless its config names one).
+A `BertModel` checkpoint names its weights without the prefix `bert.` and has no `cls.*`; its
+`pooler.dense` (the [CLS] pooler of next-sentence prediction) and the buffer
+`embeddings.position_ids` (0, 1, 2, … as integers) are not weights of this model and are left
+unread, as `transformers` leaves them. Every input here is one segment (token type 0), so BERT's
+token-type embedding is folded into the positions. GPT-2 has no padding token (`pad_id` None,
+unless its config names one).
 """
 import json
 import re
@@ -106,15 +113,22 @@ def load_hugging_face(folder, dtype="float32"):
     if kind not in ("gpt2", "bert"):
         raise ValueError(f"{folder / CONFIG_FILE}: model_type {shown(kind)} is not one this project loads (gpt2, bert)")
     config = (gpt2_config if kind == "gpt2" else bert_config)(hf_config, dtype)
-    model_class = DecoderOnlyTransformer if kind == "gpt2" else EncoderOnlyTransformer
-    model = model_class(config, np.random.default_rng(0))
-    weights = SafetensorsWeights(folder / WEIGHTS_FILE, hugging_face_name)
+    weights = SafetensorsWeights(folder / WEIGHTS_FILE, hugging_face_name, UNREAD_TENSORS[kind])
+    if kind == "gpt2":
+        model = DecoderOnlyTransformer(config, np.random.default_rng(0))
+    else:                                                    # BertForMaskedLM, or BertModel: no head
+        head = any(name.startswith("cls.") for name in weights.entries)
+        model = EncoderOnlyTransformer(config, np.random.default_rng(0), masked_lm_head=head)
     check_layer_count(weights, LAYER_NAME[kind], config.n_layers)
-    fill_parameters(model, (gpt2_state if kind == "gpt2" else bert_state)(weights, config), weights.path)
+    pairs = gpt2_state(weights, config) if kind == "gpt2" else bert_state(weights, config, model.masked_lm_head)
+    fill_parameters(model, pairs, weights.path)
     return model.eval()
 
 
 LAYER_NAME = {"gpt2": re.compile(r"h\.(\d+)\."), "bert": re.compile(r"bert\.encoder\.layer\.(\d+)\.")}
+# the buffers a checkpoint may hold beside its weights, left unread (`transformers` no longer saves them)
+UNREAD_TENSORS = {"gpt2": (), "bert": ("bert.embeddings.position_ids",)}
+BERT_MODEL_PARTS = ("embeddings.", "encoder.", "pooler.")     # a BertModel's names, without `bert.`
 
 
 def check_layer_count(weights, layer_name, n_layers):
@@ -129,9 +143,11 @@ def check_layer_count(weights, layer_name, n_layers):
 
 
 def hugging_face_name(name):
-    """A checkpoint's weight name without the `transformer.` prefix, BERT's old LayerNorm names
-    (gamma, beta) as weight and bias."""
+    """A checkpoint's weight name without the `transformer.` prefix, a `BertModel`'s names under
+    `bert.` as `BertForMaskedLM` has them, BERT's old LayerNorm names (gamma, beta) as weight
+    and bias."""
     name = name.removeprefix("transformer.")
+    name = "bert." + name if name.startswith(BERT_MODEL_PARTS) else name
     for old, new in ((".gamma", ".weight"), (".beta", ".bias")):
         name = name[:-len(old)] + new if name.endswith(old) else name
     return name
@@ -235,7 +251,8 @@ class SafetensorsWeights:
     for (no PyTorch; the file is opened for each tensor and closed again, so what was read is
     freed once copied into the model). The format: an 8-byte little-endian header length, a
     JSON header giving each tensor's dtype, shape and byte range, then the data. rename: what
-    the names become (`hugging_face_name` for the checkpoints of the Hub).
+    the names become (`hugging_face_name` for the checkpoints of the Hub); unread: the names
+    (renamed) of buffers left out, whatever their dtype.
 
     The file comes from elsewhere, so nothing in it is trusted. The `safetensors` library checks,
     on every opening, that the header is a JSON object of complete entries, and that the byte
@@ -246,7 +263,7 @@ class SafetensorsWeights:
 
     DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "BF16": np.uint16}
 
-    def __init__(self, path, rename=lambda name: name):
+    def __init__(self, path, rename=lambda name: name, unread=()):
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such file (only the safetensors format is read, not "
                                     f"pytorch_model.bin)")
@@ -254,6 +271,7 @@ class SafetensorsWeights:
         with self._open():                                # the library's checks first
             self.data_start, header = _header_without_repeated_names(path)
         header.pop("__metadata__", None)
+        header = {name: entry for name, entry in header.items() if rename(name) not in unread}
         unknown = sorted({entry["dtype"] for entry in header.values()} - set(self.DTYPES))
         if unknown:
             raise ValueError(f"{path}: tensors of dtype {', '.join(unknown)}, which this project does not read")
@@ -395,8 +413,9 @@ def gpt2_state(weights, config):
         yield from _norm(f"{here}.norm_2", weights, f"{hf}.ln_2")
 
 
-def bert_state(weights, config):
-    """(name here, array) pairs from BERT's weights (the second table of the module docstring)."""
+def bert_state(weights, config, masked_lm_head=True):
+    """(name here, array) pairs from BERT's weights (the second table of the module docstring),
+    the head's only when `masked_lm_head`."""
     embeddings = "bert.embeddings"
     yield "stack.embedding.weight", weights[f"{embeddings}.word_embeddings.weight"]
     positions = weights.shaped(f"{embeddings}.position_embeddings.weight", (config.max_len, config.d_model))
@@ -406,9 +425,10 @@ def bert_state(weights, config):
                          f"{token_types.shape}; config.json asks for (type_vocab_size, {config.d_model})")
     yield "stack.positional.P", np.add(positions, token_types[0], dtype=np.float64)
     yield from _norm("stack.embedding_norm", weights, f"{embeddings}.LayerNorm")
-    yield from _linear("head_transform", weights, "cls.predictions.transform.dense", transposed=True)
-    yield from _norm("head_norm", weights, "cls.predictions.transform.LayerNorm")
-    yield "head_bias", weights["cls.predictions.bias"]
+    if masked_lm_head:
+        yield from _linear("head_transform", weights, "cls.predictions.transform.dense", transposed=True)
+        yield from _norm("head_norm", weights, "cls.predictions.transform.LayerNorm")
+        yield "head_bias", weights["cls.predictions.bias"]
     for i in range(config.n_layers):
         hf, here = f"bert.encoder.layer.{i}", f"stack.layers.{i}"
         for name, part in (("W_q", "query"), ("W_k", "key"), ("W_v", "value")):
