@@ -271,9 +271,10 @@ def language_models(work):
             f"{duration(gpt.seconds)} and ended with:", "", ending(gpt), "",
             f"and the `mlm` preset (the same sizes, post-norm, {parameters[1]} parameters, 2,000 steps) took "
             f"{duration(bert.seconds)}:", "", ending(bert)]
-    completions = ['numpy-transformer generate --checkpoint runs/gpt --temperature 0 "the old man"',
-                   'numpy-transformer generate --checkpoint runs/gpt --temperature 0.8 --top-k 20 --seed 1 "the old man" "we"',
-                   'numpy-transformer fill-mask --checkpoint runs/bert "the [MASK] reads a long book ."']
+    completions = [
+        'numpy-transformer generate --checkpoint runs/gpt --temperature 0 "the old man"',
+        'numpy-transformer generate --checkpoint runs/gpt --temperature 0.8 --top-k 20 --seed 1 "the old man" "we"',
+        'numpy-transformer fill-mask --checkpoint runs/bert "the [MASK] reads a long book ."']
     printed = [line for command in completions for line in work.run(command).stdout.splitlines()]
     return {"language-model-runs": "\n".join(runs),
             "language-model-completions": "\n".join([fenced(completions, "text"), "",
@@ -285,24 +286,57 @@ def training_examples(work):
     """docs/training.md's shorter printouts: the lines of log.jsonl, an early stop and the best
     weights, a sentence cut by learned positions, the `data:` lines of parallel text files, table
     files refused."""
-    small = ("numpy-transformer train --dataset builtin --tokenizer word --no-shared-vocabulary --n-pairs 500 "
-             "--d-model 32 --n-heads 2 --d-ff 64 --steps 1500 --eval-every 100 --early-stop 3 --samples 0 --beam 1 "
-             "--out runs/small")
+    return {**run_examples(work), **long_sentence_examples(work), **corpus_file_examples(work)}
+
+
+def run_examples(work):
+    """The first lines of log.jsonl; an early stop, its best weights and its last ones."""
     first_steps = "numpy-transformer train --steps 500 --samples 0 --beam 1 --out runs/first-steps"
     work.run(first_steps)
     log = (work.folder / "runs" / "first-steps" / "log.jsonl").read_text(encoding="utf-8").splitlines()
     first_lines = [next(line for line in log if '"loss"' in line), next(line for line in log if "validation" in line)]
+    small = ("numpy-transformer train --dataset builtin --tokenizer word --no-shared-vocabulary --n-pairs 500 "
+             "--d-model 32 --n-heads 2 --d-ff 64 --steps 1500 --eval-every 100 --early-stop 3 --samples 0 --beam 1 "
+             "--out runs/small")
     stopped = lines_matching(work.run(small).stdout, r"Stopped early", r"model: runs/small")
     last = work.run('numpy-transformer translate --checkpoint runs/small --weights last "the cat sleeps ."')
+    return {
+        "log-lines": "\n".join([f"The first of each kind in `{first_steps}` (the default preset's first 500 steps):",
+                                "", fenced(first_lines, "json")]),
+        "best-weights": "\n".join([fenced(stopped[1:]), "", (
+            "`--weights last` takes the last weights instead (`translate --weights last` on the same run prints "
+            f"`{lines_matching(last.stderr, r'model: ')[0]}`).")]),
+        "early-stop": "\n".join([f"For example, a small model on 500 pairs of the built-in corpus, which it soon "
+                                 f"learns by heart (`{small}`), prints at its end:", "", fenced(stopped)]),
+    }
+
+
+def long_sentence_examples(work):
+    """A model with learned positions and --max-len 10: what its test split and `translate` say of
+    the sentences it reads cut."""
     learned = ("numpy-transformer train --dataset builtin --tokenizer word --no-shared-vocabulary --n-pairs 120 "
                "--max-len 10 --positional learned --d-model 16 --n-heads 2 --d-ff 32 --batch-size 16 --steps 10 "
                "--samples 0 --out runs/learned")
     test_split = lines_matching(work.run(learned).stdout, r"Test split:", r"  sources read cut", r"  perplexity")
     cut = work.run('numpy-transformer translate --checkpoint runs/learned '
                    '"the old man and the young woman read the long book in the garden of the house ."')
+    return {
+        "long-sentence-note": "\n".join([
+            "A sentence a model with learned positions reads cut is named on standard error (`line N` of standard "
+            "input, `sentence N` of the arguments; `translate` on the model of the run with `--max-len 10` below):",
+            "", fenced(lines_matching(cut.stderr, r"note: sentence \d+ has"))]),
+        "long-sentence-test-split": "\n".join([f"A run with learned positions and `--max-len 10` (`{learned}`) prints",
+                                               "", fenced([*test_split[:2], "  …", *test_split[2:]])]),
+    }
+
+
+def corpus_file_examples(work):
+    """The `data:` lines of parallel text files (a prefix, a folder of splits), and table files
+    whose header does not name the languages, refused."""
     files = write_tatoeba_files(work.folder, {"data/corpus": ("train", 1000), "wmt/train": ("train", 1000),
                                               "wmt/valid": ("validation", 50), "wmt/test": ("test", 60)})
-    one_step = "--tokenizer word --no-shared-vocabulary --d-model 16 --n-heads 2 --d-ff 32 --steps 1 --samples 0 --beam 1"
+    one_step = ("--tokenizer word --no-shared-vocabulary --d-model 16 --n-heads 2 --d-ff 32 --steps 1 --samples 0 "
+                "--beam 1")
     data_lines = {dataset: lines_matching(work.run(f"numpy-transformer train --dataset {dataset} --pair en-it "
                                                    f"{one_step} --out runs/{dataset.strip('/').replace('/', '-')}")
                                           .stdout, r"data: ")
@@ -312,19 +346,6 @@ def training_examples(work):
     refused = [work.run(f"numpy-transformer train --dataset {table}", fails=True).stderr.strip()
                for table in ("pairs.tsv", "pairs.csv")]
     return {
-        "log-lines": "\n".join([f"The first of each kind in `{first_steps}` (the default preset's first 500 steps):",
-                                "", fenced(first_lines, "json")]),
-        "best-weights": "\n".join([fenced(stopped[1:]), "", (
-            "`--weights last` takes the last weights instead (`translate --weights last` on the same run prints "
-            f"`{lines_matching(last.stderr, r'model: ')[0]}`).")]),
-        "early-stop": "\n".join([f"For example, a small model on 500 pairs of the built-in corpus, which it soon "
-                                 f"learns by heart (`{small}`), prints at its end:", "", fenced(stopped)]),
-        "long-sentence-note": "\n".join([
-            "A sentence a model with learned positions reads cut is named on standard error (`line N` of standard "
-            "input, `sentence N` of the arguments; `translate` on the model of the run with `--max-len 10` below):",
-            "", fenced(lines_matching(cut.stderr, r"note: sentence \d+ has"))]),
-        "long-sentence-test-split": "\n".join([f"A run with learned positions and `--max-len 10` (`{learned}`) prints",
-                                               "", fenced([*test_split[:2], "  …", *test_split[2:]])]),
         "parallel-files-data": "\n".join([
             f"Written that way, the first {files['data/corpus']:,} training pairs of Tatoeba "
             f"(`numpy-transformer train --dataset data/corpus --pair en-it {one_step}`) give:", "",
@@ -338,7 +359,7 @@ def training_examples(work):
 
 def write_tatoeba_files(folder, wanted):
     """Write parallel text files PREFIX.en and PREFIX.it of the first N pairs of a split of the
-    packaged Tatoeba corpus, for each {PREFIX: (split, N)} of `wanted`; return {PREFIX: N}."""
+    packaged Tatoeba corpus, for each {PREFIX: (split, N)} of `wanted`; return {PREFIX: pairs written}."""
     from numpy_transformer.data import load_dataset_splits
     tatoeba = load_dataset_splits("tatoeba")
     written = {}
