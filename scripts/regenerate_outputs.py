@@ -71,14 +71,16 @@ class Workspace:
     environment: dict = field(default_factory=dict)
     results: list = field(default_factory=list)
 
-    def run(self, command):
-        """Run `command` (a line as the docs print it: `numpy-transformer …` or `python examples/…`)
-        in the folder; stop the script with its standard error if it fails."""
+    def run(self, command, fails=False):
+        """Run `command` (a line as the docs print it: `numpy-transformer …`, or `python FILE` for a
+        script of the repository's or one the output wrote in the folder) in the folder; stop the
+        script with its standard error if it fails, or if it succeeds when the docs show it `fails`."""
         words = split_command(command)
         if words[0] == "numpy-transformer":
             argv = [sys.executable, "-m", "numpy_transformer.cli", *words[1:]]
         elif words[0] == "python":
-            argv = [sys.executable, str(REPO / words[1]), *words[2:]]
+            script = self.folder / words[1] if (self.folder / words[1]).is_file() else REPO / words[1]
+            argv = [sys.executable, str(script), *words[2:]]
         else:
             raise ValueError(f"not a command the docs print: {command}")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
@@ -87,8 +89,9 @@ class Workspace:
         print(f"$ {command}", file=sys.stderr, flush=True)
         done = subprocess.run(argv, cwd=self.folder, env=env, capture_output=True, text=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if done.returncode != 0:
-            sys.exit(f"regenerate_outputs: `{command}` failed with status {done.returncode}:\n{done.stderr}")
+        if (done.returncode != 0) != fails:
+            sys.exit(f"regenerate_outputs: `{command}` ended with status {done.returncode}, "
+                     f"{'expected a failure' if fails else 'failed'}:\n{done.stderr}")
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         result = Result(command, done.stdout, done.stderr, time.perf_counter() - start, cpu, after.ru_maxrss / 1e6)
         self.results.append(result)
@@ -244,6 +247,138 @@ def short_run(work):
     return {str(SHORT_RUN.relative_to(REPO)): json.dumps(expected, indent=1) + "\n"}
 
 
+def language_models(work):
+    """The `lm` and `mlm` presets, then `generate` and `fill-mask` on their models
+    (docs/language_models.md)."""
+    trainings = ["numpy-transformer train --task lm --out runs/gpt        # the preset lm: a small GPT",
+                 "numpy-transformer train --task mlm --out runs/bert      # the preset mlm: a small BERT"]
+    gpt, bert = (work.run(command) for command in trainings)
+
+    def ending(run):
+        """The first sample and the test scores of a language model's printout."""
+        text = run.stdout
+        first_sample = text[text.index("Samples of the test split:"):].split("\n\n")[0]
+        return fenced([*first_sample.splitlines(), "  ...", *text[text.index("Test split:"):text.index("Wrote ")]
+                       .rstrip("\n").splitlines()], "text")
+
+    texts = re.search(r"^texts: ([\d,]+) train", gpt.stdout, re.M).group(1)
+    words = re.search(r"^vocabulary .*: ([\d,]+) en;", gpt.stdout, re.M).group(1)
+    parameters = [re.search(r"^model: .* ([\d,]+) parameters$", run.stdout, re.M).group(1) for run in (gpt, bert)]
+    runs = [fenced(trainings, "text"), "",
+            f"On the {os.cpu_count()}-core machine the project is developed on ([which](outputs.md); one BLAS thread, "
+            f"the built-in corpus's English side: {texts} training texts, {words} words), the `lm` preset (2 "
+            f"layers, d_model 128, 4 heads, {parameters[0]} parameters, 1,500 steps of 64 texts) took "
+            f"{duration(gpt.seconds)} and ended with:", "", ending(gpt), "",
+            f"and the `mlm` preset (the same sizes, post-norm, {parameters[1]} parameters, 2,000 steps) took "
+            f"{duration(bert.seconds)}:", "", ending(bert)]
+    completions = [
+        'numpy-transformer generate --checkpoint runs/gpt --temperature 0 "the old man"',
+        'numpy-transformer generate --checkpoint runs/gpt --temperature 0.8 --top-k 20 --seed 1 "the old man" "we"',
+        'numpy-transformer fill-mask --checkpoint runs/bert "the [MASK] reads a long book ."']
+    printed = [line for command in completions for line in work.run(command).stdout.splitlines()]
+    return {"language-model-runs": "\n".join(runs),
+            "language-model-completions": "\n".join([fenced(completions, "text"), "",
+                                                     "On the two preset runs above, these print:", "",
+                                                     fenced(printed, "text")])}
+
+
+def training_examples(work):
+    """docs/training.md's shorter printouts: the lines of log.jsonl, an early stop and the best
+    weights, a sentence cut by learned positions, the `data:` lines of parallel text files, table
+    files refused."""
+    return {**run_examples(work), **long_sentence_examples(work), **corpus_file_examples(work)}
+
+
+def run_examples(work):
+    """The first lines of log.jsonl; an early stop, its best weights and its last ones."""
+    first_steps = "numpy-transformer train --steps 500 --samples 0 --beam 1 --out runs/first-steps"
+    work.run(first_steps)
+    log = (work.folder / "runs" / "first-steps" / "log.jsonl").read_text(encoding="utf-8").splitlines()
+    first_lines = [next(line for line in log if '"loss"' in line), next(line for line in log if "validation" in line)]
+    small = ("numpy-transformer train --dataset builtin --tokenizer word --no-shared-vocabulary --n-pairs 500 "
+             "--d-model 32 --n-heads 2 --d-ff 64 --steps 1500 --eval-every 100 --early-stop 3 --samples 0 --beam 1 "
+             "--out runs/small")
+    stopped = lines_matching(work.run(small).stdout, r"Stopped early", r"model: runs/small")
+    last = work.run('numpy-transformer translate --checkpoint runs/small --weights last "the cat sleeps ."')
+    return {
+        "log-lines": "\n".join([f"The first of each kind in `{first_steps}` (the default preset's first 500 steps):",
+                                "", fenced(first_lines, "json")]),
+        "best-weights": "\n".join([fenced(stopped[1:]), "", (
+            "`--weights last` takes the last weights instead (`translate --weights last` on the same run prints "
+            f"`{lines_matching(last.stderr, r'model: ')[0]}`).")]),
+        "early-stop": "\n".join([f"For example, a small model on 500 pairs of the built-in corpus, which it soon "
+                                 f"learns by heart (`{small}`), prints at its end:", "", fenced(stopped)]),
+    }
+
+
+def long_sentence_examples(work):
+    """A model with learned positions and --max-len 10: what its test split and `translate` say of
+    the sentences it reads cut."""
+    learned = ("numpy-transformer train --dataset builtin --tokenizer word --no-shared-vocabulary --n-pairs 120 "
+               "--max-len 10 --positional learned --d-model 16 --n-heads 2 --d-ff 32 --batch-size 16 --steps 10 "
+               "--samples 0 --out runs/learned")
+    test_split = lines_matching(work.run(learned).stdout, r"Test split:", r"  sources read cut", r"  perplexity")
+    cut = work.run('numpy-transformer translate --checkpoint runs/learned '
+                   '"the old man and the young woman read the long book in the garden of the house ."')
+    return {
+        "long-sentence-note": "\n".join([
+            "A sentence a model with learned positions reads cut is named on standard error (`line N` of standard "
+            "input, `sentence N` of the arguments; `translate` on the model of the run with `--max-len 10` below):",
+            "", fenced(lines_matching(cut.stderr, r"note: sentence \d+ has"))]),
+        "long-sentence-test-split": "\n".join([f"A run with learned positions and `--max-len 10` (`{learned}`) prints",
+                                               "", fenced([*test_split[:2], "  …", *test_split[2:]])]),
+    }
+
+
+def corpus_file_examples(work):
+    """The `data:` lines of parallel text files (a prefix, a folder of splits), and table files
+    whose header does not name the languages, refused."""
+    files = write_tatoeba_files(work.folder, {"data/corpus": ("train", 1000), "wmt/train": ("train", 1000),
+                                              "wmt/valid": ("validation", 50), "wmt/test": ("test", 60)})
+    one_step = ("--tokenizer word --no-shared-vocabulary --d-model 16 --n-heads 2 --d-ff 32 --steps 1 --samples 0 "
+                "--beam 1")
+    data_lines = {dataset: lines_matching(work.run(f"numpy-transformer train --dataset {dataset} --pair en-it "
+                                                   f"{one_step} --out runs/{dataset.strip('/').replace('/', '-')}")
+                                          .stdout, r"data: ")
+                  for dataset in ("data/corpus", "wmt/")}
+    (work.folder / "pairs.tsv").write_text("Hello.\tCiao.\nThank you.\tGrazie.\n", encoding="utf-8")
+    (work.folder / "pairs.csv").write_text("english,italian\nHello.,Ciao.\nThank you.,Grazie.\n", encoding="utf-8")
+    refused = [work.run(f"numpy-transformer train --dataset {table}", fails=True).stderr.strip()
+               for table in ("pairs.tsv", "pairs.csv")]
+    return {
+        "parallel-files-data": "\n".join([
+            f"Written that way, the first {files['data/corpus']:,} training pairs of Tatoeba "
+            f"(`numpy-transformer train --dataset data/corpus --pair en-it {one_step}`) give:", "",
+            fenced(data_lines["data/corpus"], "text"), "",
+            f"A folder, `--dataset wmt/`, holding `train`, `valid` and `test` files in both languages "
+            f"({files['wmt/train']:,}, {files['wmt/valid']:,} and {files['wmt/test']:,} pairs of Tatoeba's splits):",
+            "", fenced(data_lines["wmt/"], "text")]),
+        "table-file-refused": fenced(refused, "text"),
+    }
+
+
+def write_tatoeba_files(folder, wanted):
+    """Write parallel text files PREFIX.en and PREFIX.it of the first N pairs of a split of the
+    packaged Tatoeba corpus, for each {PREFIX: (split, N)} of `wanted`; return {PREFIX: pairs written}."""
+    from numpy_transformer.data import load_dataset_splits
+    tatoeba = load_dataset_splits("tatoeba")
+    written = {}
+    for prefix, (split, count) in wanted.items():
+        pairs = getattr(tatoeba, split)[:count]
+        (folder / prefix).parent.mkdir(parents=True, exist_ok=True)
+        (folder / f"{prefix}.en").write_text("".join(f"{pair.src}\n" for pair in pairs), encoding="utf-8")
+        (folder / f"{prefix}.it").write_text("".join(f"{pair.tgt}\n" for pair in pairs), encoding="utf-8")
+        written[prefix] = len(pairs)
+    return written
+
+
+def chapter1_example(work):
+    """What the first code cell of docs/chapter1.md (a tiny Transformer, end to end) prints."""
+    page = (REPO / "docs" / "chapter1.md").read_text(encoding="utf-8")
+    (work.folder / "chapter1.py").write_text(re.search(r"```python\n(.*?)```", page, re.S).group(1), encoding="utf-8")
+    return {"chapter1-tiny-transformer": fenced(work.run("python chapter1.py").stdout.rstrip("\n").splitlines())}
+
+
 OUTPUTS = [
     Output("short-run", "the short seeded run tests/test_expected_run.py compares with", 0.3, short_run,
            (str(SHORT_RUN.relative_to(REPO)),)),
@@ -251,6 +386,14 @@ OUTPUTS = [
            ("default-run", "default-run-full", "translate", "translate-full",
             "docs/figures/training_default_loss.png")),
     Output("grammar-run", "`numpy-transformer train --preset grammar`", 1.2, grammar_run, ("grammar-run",)),
+    Output("language-models", "the `lm` and `mlm` presets, `generate` and `fill-mask` on their models", 2,
+           language_models, ("language-model-runs", "language-model-completions")),
+    Output("training-examples", "docs/training.md's shorter printouts: log lines, early stop, long sentences, "
+           "corpus files", 1.8, training_examples,
+           ("log-lines", "best-weights", "early-stop", "long-sentence-note", "long-sentence-test-split",
+            "parallel-files-data", "table-file-refused")),
+    Output("chapter1", "what the tiny Transformer of docs/chapter1.md prints", 0.1, chapter1_example,
+           ("chapter1-tiny-transformer",)),
 ]
 
 

@@ -387,7 +387,8 @@ def test_heads_do_not_change_the_count():
 
 def test_the_snippet_of_docs_chapter1_prints_what_the_page_shows():
     page = (Path(__file__).resolve().parent.parent / "docs" / "chapter1.md").read_text(encoding="utf-8")
-    code, shown = re.search(r"```python\n(.*?)```\n\nprints\n\n```\n(.*?)```", page, re.DOTALL).groups()
+    code, shown = re.search(r"```python\n(.*?)```\n\nprints\n\n<!-- begin output chapter1-tiny-transformer -->\n"
+                            r"```\n(.*?)```", page, re.DOTALL).groups()
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(code, {})
