@@ -348,7 +348,8 @@ def corpus_file_examples(work):
     return {
         "parallel-files-data": "\n".join([
             f"Written that way, the first {files['data/corpus']:,} training pairs of Tatoeba "
-            f"(`numpy-transformer train --dataset data/corpus --pair en-it {one_step}`) give:", "",
+            f"(`numpy-transformer train --dataset data/corpus --pair en-it {one_step} --out runs/data-corpus`) give:",
+            "",
             fenced(data_lines["data/corpus"], "text"), "",
             f"A folder, `--dataset wmt/`, holding `train`, `valid` and `test` files in both languages "
             f"({files['wmt/train']:,}, {files['wmt/valid']:,} and {files['wmt/test']:,} pairs of Tatoeba's splits):",

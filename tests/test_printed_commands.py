@@ -350,7 +350,8 @@ def command_problems(command, args, page):
             return [f"its settings do not resolve: {error}"]
     network, problems = checkpoint_problems(command, args, page)
     hub_datasets, files = read_data(args, settings)
-    network += [f"the Hub dataset {name}" for name in hub_datasets]
+    network += [f"the Hub dataset {name}" for name in hub_datasets
+                if f"`{name}." not in page.prose]        # a prefix of parallel files the page names: `P.en`
     problems += [f"reads {file}, which no earlier command writes and the page does not explain" for file in files
                  if not (within(file, page.written) or (ROOT / file).exists() or named(file, command, page.prose))]
     if network and NETWORK_MARK not in command.comment + command.paragraph:
