@@ -165,6 +165,22 @@ def fenced(lines, language=""):
     return "\n".join([f"```{language}", *lines, "```"])
 
 
+def took(run, printed="printed"):
+    """The sentence before an example's output: what its command took, on which machine."""
+    return (f"It took {duration(run.seconds)} of wall time ({duration(run.cpu_seconds)} of CPU) on the machine of "
+            f"[outputs.md](outputs.md), one BLAS thread, and {printed}:")
+
+
+def markdown_tables(text):
+    """The Markdown tables a command printed, each as its list of lines, in order."""
+    return [block.splitlines() for block in re.findall(r"^\|.*\n(?:\|.*\n?)*", text, re.M)]
+
+
+def figures(work, *paths):
+    """{path: bytes} of figures a command drew into the work folder under the path the page shows."""
+    return {path: (work.folder / path).read_bytes() for path in paths}
+
+
 # ---------------------------------------------------------------------------------------------
 # the outputs
 
@@ -244,6 +260,98 @@ def short_run(work):
     return {str(SHORT_RUN.relative_to(REPO)): json.dumps(expected, indent=1) + "\n"}
 
 
+# the examples of docs/beyond_text.md and docs/theory.md: region, the command the page prints, the figure it draws
+EXAMPLES = [
+    ("vit-digits", "python examples/vit_digits.py --out docs/figures", "docs/figures/vit_cls_attention.png"),
+    ("digits-to-words", "python examples/digits_to_words.py --out docs/figures",
+     "docs/figures/digits_to_words_attention.png"),
+    ("gat-karate", "python examples/gat_karate.py --out docs/figures", "docs/figures/gat_karate.png"),
+    ("forecast-attention", "python examples/forecast_attention.py --out docs/figures",
+     "docs/figures/forecast_attention.png"),
+    ("attention-can-represent", "python examples/attention_can_represent.py --out docs/figures",
+     "docs/figures/attention_constructions.png"),
+]
+
+
+def examples(work):
+    """What the examples of attention beyond text and of the theory page print, and their figures."""
+    made = {}
+    for region, command, figure in EXAMPLES:
+        run = work.run(command)
+        made[region] = "\n".join([took(run), "", fenced(run.stdout.rstrip("\n").splitlines())])
+        made.update(figures(work, figure))
+    return made
+
+
+MEMORY_SLOTS_RUNS = [(slots, seed) for slots in (0, 4, 8) for seed in (0, 1)]
+
+
+def memory_slots(work):
+    """The grammar preset with 0, 4 and 8 memory slots, two seeds each, and the slots' share of
+    attention during training (docs/beyond_text.md)."""
+    rows = ["| slots M | parameters | seed | validation loss | test cross-entropy | test perplexity | BLEU greedy | "
+            "BLEU beam 4 | chrF beam 4 | training |", "|" + "---:|" * 10]
+    for slots, seed in MEMORY_SLOTS_RUNS:
+        folder = f"runs/memory-{slots}-seed-{seed}"
+        work.run(f"numpy-transformer train --preset grammar --memory-slots {slots} --seed {seed} --out {folder}")
+        m = json.loads((work.folder / folder / "metrics.json").read_text())
+        rows.append(f"| {slots} | {m['parameters']:,} | {seed} | {m['validation_loss']:.4f} | "
+                    f"{m['test_cross_entropy']:.4f} | {m['perplexity']:.3f} | {m['bleu_greedy']:.2f} | "
+                    f"{m['bleu']:.2f} | {m['chrf']:.2f} | {duration(m['train_seconds'])} |")
+    run = work.run("python examples/memory_slots.py --steps 1500 --out docs/figures")
+    table, = markdown_tables(run.stdout)
+    last, = lines_matching(run.stdout, r"attention mass on")
+    return {"memory-slots-runs": "\n".join(rows),
+            "memory-slots-mass": "\n".join([took(run, "printed this table"), "", *table, "",
+                                            f"and last `{last}`."]),
+            **figures(work, "docs/figures/memory_slots.png")}
+
+
+def warmup(work):
+    """The warm-up against a constant rate, attention entropy and loss (docs/training.md)."""
+    run = work.run("python examples/warmup_attention.py --out docs/figures")
+    table, = markdown_tables(run.stdout)
+    return {"warmup": "\n".join([took(run, "printed this table (the entropies in nats)"), "", *table]),
+            **figures(work, "docs/figures/warmup_attention.png")}
+
+
+THESIS_FIGURES = tuple(f"docs/figures/chapter3/{model}/{name}.png" for model in ("1-head", "8-heads")
+                       for name in ("encoder_self_attn", "decoder_self_attn", "decoder_cross_attn",
+                                    "encoder_head_0_values", "spectra", "cross_attn_times_gradient"))
+
+
+def thesis_experiment(work):
+    """examples/thesis_experiment.py on the synthetic grammar: the tables and figures of docs/chapter3.md."""
+    run = work.run("python examples/thesis_experiment.py --figures docs/figures/chapter3")
+    _, one, eight, validation, _ = run.stdout.split("\n== ")
+
+    def table(section, header):
+        found, = [lines for lines in markdown_tables(section) if lines[0].startswith(header)]
+        return found
+
+    def by_model(header):
+        """The table both models printed under `header`, as one, with a column naming the model."""
+        head, rule, *_ = table(eight, header)
+        rows = [f"| model {head}", f"|---{rule}"]
+        for model, section in (("1 head", one), ("8 heads", eight)):
+            rows += [f"| {model} {row}" for row in table(section, header)[2:]]
+        return rows
+
+    # the diagonal reference depends on the sentences only: once
+    alignment = [row for row in by_model("| cross-attention |") if not row.startswith("| 1 head | diagonal")]
+    return {
+        "thesis-experiment-run": "\n".join([took(run, "printed, after training each model,"), "",
+                                            fenced(lines_matching(run.stdout, r"trained \d+ steps"))]),
+        "thesis-experiment-roles": "\n".join(table(eight, "| attention | head | role")),
+        "thesis-experiment-alignment": "\n".join(alignment),
+        "thesis-experiment-validation": "\n".join(markdown_tables(validation)[0]),
+        "thesis-experiment-substitution": "\n".join(by_model("| w | num_pos | loss")),
+        "thesis-experiment-ablation": "\n".join([*lines_matching(eight, r"Loss of the full model"), "",
+                                                 *table(eight, "| rank |")]),
+        **figures(work, *THESIS_FIGURES),
+    }
+
+
 OUTPUTS = [
     Output("short-run", "the short seeded run tests/test_expected_run.py compares with", 0.3, short_run,
            (str(SHORT_RUN.relative_to(REPO)),)),
@@ -251,6 +359,16 @@ OUTPUTS = [
            ("default-run", "default-run-full", "translate", "translate-full",
             "docs/figures/training_default_loss.png")),
     Output("grammar-run", "`numpy-transformer train --preset grammar`", 1.2, grammar_run, ("grammar-run",)),
+    Output("examples", "the examples of docs/beyond_text.md and docs/theory.md and their figures", 3, examples,
+           tuple(name for example in EXAMPLES for name in example[::2])),
+    Output("memory-slots", "the grammar preset with memory slots, and the slots' share of attention", 8,
+           memory_slots, ("memory-slots-runs", "memory-slots-mass", "docs/figures/memory_slots.png")),
+    Output("warmup", "`examples/warmup_attention.py`: attention entropy with and without warm-up", 1.5, warmup,
+           ("warmup", "docs/figures/warmup_attention.png")),
+    Output("thesis-experiment", "`examples/thesis_experiment.py` on the synthetic grammar (chapter 3)", 6,
+           thesis_experiment, ("thesis-experiment-run", "thesis-experiment-roles", "thesis-experiment-alignment",
+                               "thesis-experiment-validation", "thesis-experiment-substitution",
+                               "thesis-experiment-ablation", *THESIS_FIGURES)),
 ]
 
 
