@@ -30,3 +30,8 @@ def test_the_pages_print_the_commands_of_the_other_examples():
 def test_markdown_tables_finds_each_table_whole_and_nothing_else():
     printed = "data: x\n| a | b |\n|---|---|\n| 1 | 2 |\nfigure: y\n\n| c |\n|---|\n| 3 |"
     assert regenerate.markdown_tables(printed) == [["| a | b |", "|---|---|", "| 1 | 2 |"], ["| c |", "|---|", "| 3 |"]]
+
+
+def test_a_table_an_example_prints_has_an_empty_loss_cell_before_the_first_step():
+    from numpy_transformer.cli.example_scripts import loss_cell
+    assert loss_cell(float("nan")) == "" and loss_cell(1.23456) == "1.235"

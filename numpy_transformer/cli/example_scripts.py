@@ -47,6 +47,12 @@ def output_folder(args):
     return args.out
 
 
+def loss_cell(loss):
+    """A training loss in a printed table: 3 decimals, and an empty cell before the first step
+    (the examples record NaN there: no step has been taken to average)."""
+    return "" if loss != loss else f"{loss:.3f}"
+
+
 def on_terminal():
     """Whether a progress bar is wanted: only when standard error is a terminal."""
     return sys.stderr.isatty()
