@@ -18,8 +18,8 @@ and the optimizer's (default 1).
 """
 import argparse
 
-from numpy_transformer.cli.example_scripts import (add_example_arguments, on_terminal, output_folder, require,
-                                                   run_example, threads_from_command_line)
+from numpy_transformer.cli.example_scripts import (add_example_arguments, loss_cell, on_terminal, output_folder,
+                                                   require, run_example, threads_from_command_line)
 
 threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
 import numpy as np  # noqa: E402
@@ -87,7 +87,7 @@ def table(records):
     last = records[-1][0]
     for step, loss, mass in records:
         if step in (0, 50, 100, 200, 400) or step % 500 == 0 or step == last:
-            lines.append(f"| {step} | {loss:.3f} | " + " | ".join(f"{mass[name]:.3f}" for name in names) + " |")
+            lines.append(f"| {step} | {loss_cell(loss)} | " + " | ".join(f"{mass[name]:.3f}" for name in names) + " |")
     return "\n".join(lines)
 
 

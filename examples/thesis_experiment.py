@@ -20,22 +20,8 @@ when the settings are the same (--retrain trains again). Everything printed is a
 --out/report.md, and the figures to --figures (default --out/figures). --threads N: BLAS
 threads and the optimizer's (default 1).
 
-Expected output (default settings; a run of yours may differ in the digits, see
-docs/chapter3.md):
-
-    trained 1500 steps in 77 s, validation loss 2.081
-
-    == 1-head: 311,680 parameters, data: built-in synthetic corpus (seed 0, 6000 pairs): …
-    sentence: [SOS] a happy woman reads in the castle and the chocolate is near the theatre . [EOS]
-    target:   [SOS] una donna felice legge nel castello e il cioccolato è vicino al teatro .
-
-    | attention | head | role | top diagonal k (mass) | band ≤ 2 (uniform) | top key (mass) | …
-    | encoder.0.self_attn | 0 | other | +0 (0.22) | 0.41 (0.27) | 7 `castle` (0.29) | …
-    …
-    == Validation of eq. (19) on the encoder heads, 16 × 16 crops (…)
-
-    | w | num_pos | head | n | X = 0: distance | random search: distance | mean error | family | projection: …
-    | 3 | 2 | 1-head h0 | 16 | 16.000 | 18.453 | 0.0721 | Σ3 | 1.262 | 0.0049 | Σ3 | 92.1% | 127/256 |
+What the default settings print, the tables and the figures, is in docs/chapter3.md, which
+`python scripts/regenerate_outputs.py thesis-experiment` regenerates from the current code.
 """
 import argparse
 import contextlib

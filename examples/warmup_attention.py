@@ -23,8 +23,8 @@ threads and the optimizer's (default 1).
 import argparse
 import dataclasses
 
-from numpy_transformer.cli.example_scripts import (add_example_arguments, on_terminal, output_folder, require,
-                                                   run_example, threads_from_command_line)
+from numpy_transformer.cli.example_scripts import (add_example_arguments, loss_cell, on_terminal, output_folder,
+                                                   require, run_example, threads_from_command_line)
 
 threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
 import numpy as np  # noqa: E402
@@ -100,7 +100,7 @@ def table(records):
         (_, loss_w, h_w), = [r for r in warm if r[0] == step]
         (_, loss_c, h_c), = [r for r in constant if r[0] == step]
         entropies = " | ".join(f"{h_w[kind]:.2f} | {h_c[kind]:.2f}" for kind in KINDS)
-        lines.append(f"| {step} | {loss_w:.3f} | {loss_c:.3f} | {entropies} |")
+        lines.append(f"| {step} | {loss_cell(loss_w)} | {loss_cell(loss_c)} | {entropies} |")
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ short run that `tests/test_expected_run.py` compares with (a change that moves t
 numbers fails that test until this script has been run), and records in
 `docs/outputs.md` which machine and which date produced each output.
 
-    python scripts/regenerate_outputs.py --list           # the outputs and where they appear
+    python scripts/regenerate_outputs.py --list           # the outputs (docs/outputs.md: where they appear)
     python scripts/regenerate_outputs.py                  # all of them (--list gives their minutes)
     python scripts/regenerate_outputs.py short-run examples
     python scripts/regenerate_outputs.py default-run --print   # print, write nothing
@@ -166,6 +166,22 @@ def sample_blocks(text, sources):
 
 def fenced(lines, language=""):
     return "\n".join([f"```{language}", *lines, "```"])
+
+
+def took(run, printed="printed"):
+    """The sentence before an example's output: what its command took, on which machine."""
+    return (f"It took {duration(run.seconds)} of wall time ({duration(run.cpu_seconds)} of CPU) on the machine of "
+            f"[outputs.md](outputs.md), one BLAS thread, and {printed}:")
+
+
+def markdown_tables(text):
+    """The Markdown tables a command printed, each as its list of lines, in order."""
+    return [block.splitlines() for block in re.findall(r"^\|.*\n(?:\|.*\n?)*", text, re.M)]
+
+
+def figures(work, *paths):
+    """{path: bytes} of figures a command drew into the work folder under the path the page shows."""
+    return {path: (work.folder / path).read_bytes() for path in paths}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,6 +396,99 @@ def chapter1_example(work):
     return {"chapter1-tiny-transformer": fenced(work.run("python chapter1.py").stdout.rstrip("\n").splitlines())}
 
 
+# the examples of docs/beyond_text.md and docs/theory.md: region, the command the page prints, the figure it draws
+EXAMPLES = [
+    ("vit-digits", "python examples/vit_digits.py --out docs/figures", "docs/figures/vit_cls_attention.png"),
+    ("digits-to-words", "python examples/digits_to_words.py --out docs/figures",
+     "docs/figures/digits_to_words_attention.png"),
+    ("gat-karate", "python examples/gat_karate.py --out docs/figures", "docs/figures/gat_karate.png"),
+    ("forecast-attention", "python examples/forecast_attention.py --out docs/figures",
+     "docs/figures/forecast_attention.png"),
+    ("attention-can-represent", "python examples/attention_can_represent.py --out docs/figures",
+     "docs/figures/attention_constructions.png"),
+]
+
+
+def examples(work):
+    """What the examples of attention beyond text and of the theory page print, and their figures."""
+    made = {}
+    for region, command, figure in EXAMPLES:
+        run = work.run(command)
+        made[region] = "\n".join([took(run), "", fenced(run.stdout.rstrip("\n").splitlines())])
+        made.update(figures(work, figure))
+    return made
+
+
+MEMORY_SLOTS_RUNS = [(slots, seed) for slots in (0, 4, 8) for seed in (0, 1)]
+
+
+def memory_slots(work):
+    """The grammar preset with 0, 4 and 8 memory slots, two seeds each, and the slots' share of
+    attention during training (docs/beyond_text.md)."""
+    rows = ["| slots M | parameters | seed | validation loss | test cross-entropy | test perplexity | BLEU greedy | "
+            "BLEU beam 4 | chrF beam 4 | training |", "|" + "---:|" * 10]
+    for slots, seed in MEMORY_SLOTS_RUNS:
+        folder = f"runs/memory-{slots}-seed-{seed}"
+        work.run(f"numpy-transformer train --preset grammar --memory-slots {slots} --seed {seed} --out {folder}")
+        m = json.loads((work.folder / folder / "metrics.json").read_text())
+        rows.append(f"| {slots} | {m['parameters']:,} | {seed} | {m['validation_loss']:.4f} | "
+                    f"{m['test_cross_entropy']:.4f} | {m['perplexity']:.3f} | {m['bleu_greedy']:.2f} | "
+                    f"{m['bleu']:.2f} | {m['chrf']:.2f} | {duration(m['train_seconds'])} |")
+    run = work.run("python examples/memory_slots.py --steps 1500 --out docs/figures")
+    table, = markdown_tables(run.stdout)
+    last, = lines_matching(run.stdout, r"attention mass on")
+    return {"memory-slots-runs": "\n".join(rows),
+            "memory-slots-mass": "\n".join([took(run, "printed this table"), "", *table, "",
+                                            f"and last `{last}`."]),
+            **figures(work, "docs/figures/memory_slots.png")}
+
+
+def warmup(work):
+    """The warm-up against a constant rate, attention entropy and loss (docs/training.md)."""
+    run = work.run("python examples/warmup_attention.py --out docs/figures")
+    table, = markdown_tables(run.stdout)
+    return {"warmup": "\n".join([took(run, "printed this table (the entropies in nats)"), "", *table]),
+            **figures(work, "docs/figures/warmup_attention.png")}
+
+
+THESIS_FIGURES = tuple(f"docs/figures/chapter3/{model}/{name}.png" for model in ("1-head", "8-heads")
+                       for name in ("encoder_self_attn", "decoder_self_attn", "decoder_cross_attn",
+                                    "encoder_head_0_values", "spectra", "cross_attn_times_gradient"))
+
+
+def thesis_experiment(work):
+    """examples/thesis_experiment.py on the synthetic grammar: the tables and figures of docs/chapter3.md."""
+    run = work.run("python examples/thesis_experiment.py --figures docs/figures/chapter3")
+    _, one, eight, validation, _ = run.stdout.split("\n== ")
+
+    def table(section, header):
+        found, = [lines for lines in markdown_tables(section) if lines[0].startswith(header)]
+        return found
+
+    def by_model(header):
+        """The table both models printed under `header`, as one, with a column naming the model."""
+        head, rule, *_ = table(eight, header)
+        rows = [f"| model {head}", f"|---{rule}"]
+        for model, section in (("1 head", one), ("8 heads", eight)):
+            rows += [f"| {model} {row}" for row in table(section, header)[2:]]
+        return rows
+
+    # the diagonal reference depends on the sentences only: once
+    alignment = [row.replace("| 8 heads | diagonal", "| – | diagonal") for row in by_model("| cross-attention |")
+                 if not row.startswith("| 1 head | diagonal")]
+    return {
+        "thesis-experiment-run": "\n".join([took(run, "printed as each model finished training"), "",
+                                            fenced(lines_matching(run.stdout, r"trained \d+ steps"))]),
+        "thesis-experiment-roles": "\n".join(table(eight, "| attention | head | role | top diagonal")),
+        "thesis-experiment-alignment": "\n".join(alignment),
+        "thesis-experiment-validation": "\n".join(markdown_tables(validation)[0]),
+        "thesis-experiment-substitution": "\n".join(by_model("| w | num_pos | loss")),
+        "thesis-experiment-ablation": "\n".join([*lines_matching(eight, r"Loss of the full model"), "",
+                                                 *table(eight, "| rank |")]),
+        **figures(work, *THESIS_FIGURES),
+    }
+
+
 OUTPUTS = [
     Output("short-run", "the short seeded run tests/test_expected_run.py compares with", 0.3, short_run,
            (str(SHORT_RUN.relative_to(REPO)),)),
@@ -395,6 +504,16 @@ OUTPUTS = [
             "parallel-files-data", "table-file-refused")),
     Output("chapter1", "what the tiny Transformer of docs/chapter1.md prints", 0.1, chapter1_example,
            ("chapter1-tiny-transformer",)),
+    Output("examples", "the examples of docs/beyond_text.md and docs/theory.md and their figures", 1, examples,
+           tuple(name for example in EXAMPLES for name in example[::2])),
+    Output("memory-slots", "the grammar preset with memory slots, and the slots' share of attention", 8,
+           memory_slots, ("memory-slots-runs", "memory-slots-mass", "docs/figures/memory_slots.png")),
+    Output("warmup", "`examples/warmup_attention.py`: attention entropy with and without warm-up", 1, warmup,
+           ("warmup", "docs/figures/warmup_attention.png")),
+    Output("thesis-experiment", "`examples/thesis_experiment.py` on the synthetic grammar (chapter 3)", 3,
+           thesis_experiment, ("thesis-experiment-run", "thesis-experiment-roles", "thesis-experiment-alignment",
+                               "thesis-experiment-validation", "thesis-experiment-substitution",
+                               "thesis-experiment-ablation", *THESIS_FIGURES)),
 ]
 
 
@@ -477,8 +596,11 @@ def ledger_table(ledger):
     pages = all_regions()
     rows = ["| output | shown in | date | machine | time (wall / CPU) |", "|---|---|---|---|---|"]
     for name, row in ledger.items():
-        shown = sorted({pages.get(region, region) for region in where.get(name, ())})
-        rows.append(f"| `{name}` | {', '.join(shown)} | {row['date']} | {row['machine']} | "
+        places = {pages.get(region, region) for region in where.get(name, ())}
+        figures = sum(place.endswith(".png") for place in places)
+        shown = ", ".join(sorted(place for place in places if not place.endswith(".png")))
+        shown += f" (+ {figures} figure{'s' * (figures != 1)})" if figures else ""
+        rows.append(f"| `{name}` | {shown} | {row['date']} | {row['machine']} | "
                     f"{duration(row['seconds'])} / {duration(row['cpu_seconds'])} |")
     return "\n".join(rows)
 
@@ -499,7 +621,7 @@ def main(argv=None):
     environment = dict(setting.split("=", 1) for setting in options.env)
     if options.list:
         for output in OUTPUTS:
-            print(f"{output.name:14} ~{output.minutes:g} min  {output.summary}: {', '.join(output.regions)}")
+            print(f"{output.name:18} ~{output.minutes:g} min  {output.summary}")
         return 0
     unknown = [name for name in options.names if name not in known]
     if unknown:

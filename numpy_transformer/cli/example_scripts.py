@@ -49,6 +49,12 @@ def output_folder(args):
     return args.out
 
 
+def loss_cell(loss):
+    """A training loss in a printed table: 3 decimals, and an empty cell before the first step
+    (the examples record NaN there: no step has been taken to average)."""
+    return "" if loss != loss else f"{loss:.3f}"
+
+
 def require(*modules):
     """Import the optional libraries `modules` now, so that a missing one stops the script before
     its work (run_example turns the ModuleNotFoundError into one line)."""
