@@ -124,17 +124,6 @@ def timed_embeddings(encode, sentences, batch_size, runs):
     return np.asarray(vectors), seconds
 
 
-def numpy_cosines(folder, pairs, batch_size, runs):
-    """(recipe, cosines (N,), seconds per run) of this project's embeddings of `pairs`."""
-    from numpy_transformer.interop.sentence_encoder import load_sentence_encoder
-    from numpy_transformer.sentence_embedding import embed
-
-    model, tokenizer, recipe = load_sentence_encoder(folder)
-    vectors, seconds = timed_embeddings(lambda texts: embed(model, tokenizer, texts, recipe, batch_size),
-                                        pairs.sentences(), batch_size, runs)
-    return recipe, pair_cosines(vectors), seconds
-
-
 def print_reference_cosines(folder, data, threads, batch_size, runs):
     """In a fresh process: print the JSON {"cosines": […], "seconds": […]} of
     sentence-transformers' embeddings of the pairs in `data`, or null when it is not installed."""
@@ -174,14 +163,19 @@ def run(model, data, threads=1, batch_size=32, runs=1, reference=True, log=print
     ValueError when the two Spearman figures differ by more than AGREEMENT."""
     from numpy_transformer.benchmarks.train_step import in_child
     from numpy_transformer.data.hub import model_folder
+    from numpy_transformer.interop.sentence_encoder import load_sentence_encoder
+    from numpy_transformer.sentence_embedding import embed
 
     pairs = read_sts_pairs(data)
     folder = model_folder(model)
-    recipe, cosines, seconds = numpy_cosines(folder, pairs, batch_size, runs)
+    encoder, tokenizer, recipe = load_sentence_encoder(folder)
     log(f"STS benchmark: {len(pairs.scores)} scored pairs ({2 * len(pairs.scores)} sentences) of {data}")
     log(f"model {model}: {describe(recipe)}; batches of {batch_size}, {threads} thread{'s' * (threads > 1)}, "
         f"median of {runs} run{'s' * (runs > 1)}")
     log(f"{'':23}{'Spearman':>9}{'Pearson':>9}{'seconds':>9}{'sentences/s':>13}")
+    vectors, seconds = timed_embeddings(lambda texts: embed(encoder, tokenizer, texts, recipe, batch_size),
+                                        pairs.sentences(), batch_size, runs)
+    cosines = pair_cosines(vectors)
     results = [result("numpy-transformer", cosines, seconds, pairs, threads, batch_size)]
     if reference:
         measured = json.loads(in_child(__name__, "print_reference_cosines", str(folder), str(data), threads,
