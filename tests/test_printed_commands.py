@@ -3,7 +3,7 @@
 Which text is a command (the rule this module applies):
 
 - A command is a line of a fenced code block (```bash, ```sh, ```shell, ```console, ```text or
-  unlabelled) or of an indented code block (four spaces, after a blank line) that begins, after
+  unlabelled; in a transcript whose commands start with `$ `, only those lines) or of an indented code block (four spaces, after a blank line) that begins, after
   an optional `$ ` prompt and `NAME=value` environment settings, with `numpy-transformer `,
   `python -m numpy_transformer.cli `, `python examples/` or `python scripts/`. A line ending
   in `\\` goes on with the next; ` # …` after the command is its comment. A line
@@ -125,19 +125,32 @@ def printed(page, line, text, kind, paragraph=""):
     return Printed(page, line, command, program, tuple(argv), comment, kind, paragraph)
 
 
+def prompted(block):
+    """The lines of a code block that are commands: in a transcript, whose commands start with
+    `$ `, those lines and their continuations (the rest is what they print); else every line."""
+    if not any(line.lstrip().startswith("$ ") for _, line in block):
+        return block
+    kept = []
+    for number, line in block:
+        if line.lstrip().startswith("$ ") or (kept and kept[-1][0] == number - 1 and kept[-1][1].endswith("\\")):
+            kept.append((number, line))
+    return kept
+
+
 def code_and_prose(path):
     """([(line number, text)] of the lines of code blocks, `\\` continuations joined;
     [(line number, text)] of the prose)."""
-    code, prose, fence, previous_blank, indented = [], [], None, True, False
+    code, prose, fence, previous_blank, indented, block = [], [], None, True, False, []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         stripped = line.strip()
         if fence is None and re.match(r"(```|~~~)", stripped):
-            fence, shell = stripped[:3], stripped[3:].strip().split(" ")[0] in SHELL_BLOCKS
+            fence, shell, block = stripped[:3], stripped[3:].strip().split(" ")[0] in SHELL_BLOCKS, []
         elif fence is not None and stripped.startswith(fence):
             fence = None
+            code += prompted(block)
         elif fence is not None:
             if shell:
-                code.append((number, line))
+                block.append((number, line))
         elif line.startswith("    ") and stripped and (previous_blank or indented):
             indented = True
             code.append((number, line))
@@ -424,7 +437,7 @@ Then `numpy-transformer train --preset grammar
 --out runs/grammar` (about a minute); `numpy-transformer attention` draws.
 
 ```bash
-$ numpy-transformer train --preset grammar \\
+numpy-transformer train --preset grammar \\
     --out runs/g   # the grammar, #1
 OMP_NUM_THREADS=1 python examples/softmax_jacobian.py --out "my figures"
 numpy-transformer bench attention [--max-n 8192] [--out DIR]
@@ -436,6 +449,12 @@ numpy-transformer train   # not a shell block
 ```
 
     python examples/positional_encoding.py --out figures
+
+```text
+$ numpy-transformer bench sts --model m --data sts-test.csv \\
+    --runs 3
+numpy-transformer          82.05    82.75    18.16        151.9
+```
 '''
 
 
@@ -451,6 +470,8 @@ def test_commands_are_found_as_the_rule_says(tmp_path):
         (9, "block", "examples/softmax_jacobian.py", ("--out", "my figures"), ""),
         (10, "synopsis", "numpy-transformer", ("bench", "attention", "[--max-n", "8192]", "[--out", "DIR]"), ""),
         (18, "block", "examples/positional_encoding.py", ("--out", "figures"), ""),
+        (21, "block", "numpy-transformer", ("bench", "sts", "--model", "m", "--data", "sts-test.csv", "--runs", "3"),
+         ""),
     ]
 
 

