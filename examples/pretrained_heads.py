@@ -180,8 +180,8 @@ def main(argv=None):
     if args.sentences < 1 or args.samples < 1:
         raise ValueError(f"--sentences and --samples must be at least 1, got {args.sentences} and {args.samples}")
     model, tokenizer, recipe = load_sentence_encoder(args.model, args.cache_dir)
-    out = output_folder(args)
     sentences, source = chosen_sentences(args, tokenizer, min(recipe.max_length, model.config.max_len))
+    out = output_folder(args)                                   # once the inputs are known to be good
     captures = [capture_text(model, tokenizer, text) for text in progress(sentences, desc="capture", unit="sentence")]
     config = model.config
     with open(out / "report.md", "w", encoding="utf-8") as report:

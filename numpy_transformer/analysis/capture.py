@@ -137,8 +137,8 @@ def capture_text(model, tokenizer, text):
         ids = np.array([tokenizer.cls_id, *tokenizer.encode(text), tokenizer.sep_id])
     if len(ids) > model.config.max_len:
         raise ValueError(f"the text has {len(ids)} tokens, more than the model's max_len={model.config.max_len}")
-    with inference_mode(model):
-        (model if model.config.causal else model.encode)(ids[None])      # the encoder alone: it may have no head
+    with inference_mode(model):                  # an encoder's heads need no head on top (it may have none)
+        model(ids[None]) if model.config.causal else model.encode(ids[None])
     weights = {name: module.last_weights[0].astype(np.float64) for name, module in attention_modules(model).items()}
     tokens = token_strings(tokenizer, ids)
     return AttentionCapture([] if model.config.causal else tokens, tokens if model.config.causal else [], weights)
