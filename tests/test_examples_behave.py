@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from run_helpers import load_example, written_pairs
+from test_pretrained_heads import write_tiny_bert_model
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(path.stem for path in (REPOSITORY / "examples").glob("*.py"))
@@ -27,6 +28,7 @@ QUICK = {                                        # the tiny settings of each exa
     "gat_karate": ["--epochs", "5", "--hidden", "4", "--heads", "2"],
     "memory_slots": ["--steps", "4", "--every", "2", "--n-pairs", "300", "--d-model", "16", "--slots", "2"],
     "positional_encoding": ["--max-len", "20", "--d-model", "8"],
+    "pretrained_heads": ["--sentences", "2", "--samples", "1", "--min-tokens", "4"],
     "softmax_jacobian": [],
     "vit_digits": ["--limit", "40", "--epochs", "1", "--layers", "1", *TINY_MODEL],
     "warmup_attention": ["--steps", "4", "--every", "2", "--n-pairs", "300", "--d-model", "16"],
@@ -106,6 +108,7 @@ def test_a_quick_run_writes_into_its_output_folder_only_and_runs_blas_on_one_thr
     folder, out = tmp_path / "elsewhere", tmp_path / "out"
     folder.mkdir()
     arguments = [*QUICK[name], *(["--multi30k", str(write_multi30k(tmp_path / "m30k"))] if name == "window_study" else []),
+                 *(["--model", str(write_tiny_bert_model(tmp_path / "bert"))] if name == "pretrained_heads" else []),
                  *([] if name in WRITES_NOTHING else ["--out", str(out)])]
     before = repository_listing()
     result = run_example(name, arguments, folder)

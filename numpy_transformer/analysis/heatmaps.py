@@ -44,10 +44,13 @@ def save(figure, path):
     return path
 
 
-def draw_attention_grid(weights, query_tokens, key_tokens, path, title=None, layer_names=None, max_columns=4):
+def draw_attention_grid(weights, query_tokens, key_tokens, path, title=None, layer_names=None, max_columns=4,
+                        head_labels=None):
     """Draw `weights` (layers, heads, n_q, n_k) as a layers × heads grid of heat maps with a
     shared colour bar into `path` (.png or .svg); a layer with more than `max_columns` heads
-    wraps onto several rows (8 heads: 2 rows of 4, as the thesis's Figure 12). Returns the path."""
+    wraps onto several rows (8 heads: 2 rows of 4, as the thesis's Figure 12). Each panel is
+    labelled "layer l, head h" (`layer_names[l]` for "layer l"), or `head_labels[l][h]` when
+    given (a selection of heads, say). Returns the path."""
     path, weights = figure_path(path), np.asarray(weights)
     if weights.ndim != 4 or weights.shape[2:] != (len(query_tokens), len(key_tokens)):
         raise ValueError(f"draw_attention_grid: weights of shape {weights.shape} do not fit (layers, heads, "
@@ -69,7 +72,7 @@ def draw_attention_grid(weights, query_tokens, key_tokens, path, title=None, lay
             image = axis.imshow(weights[layer, head], cmap=COLOUR_MAP, vmin=0.0, vmax=max(weights.max(), 1e-12))
             label_axes(axis, query_tokens, key_tokens, fontsize)
             name = layer_names[layer] if layer_names else f"layer {layer}"
-            axis.set_xlabel(f"{name}, head {head}", fontsize=9)
+            axis.set_xlabel(head_labels[layer][head] if head_labels else f"{name}, head {head}", fontsize=9)
     figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, fraction=0.03, pad=0.03, label="attention weight")
     if title:
         figure.suptitle(title)

@@ -125,6 +125,7 @@ class HeadMeasures:
     mean_entropy: float           # nats, over the rows
     rank: int
     spectral_norm: float
+    uniform_entropy: float        # what a uniform head gives: log n_k (under a causal mask, the mean of log(i + 1))
 
 
 def head_measures(H, band_width=2, causal=False):
@@ -137,7 +138,8 @@ def head_measures(H, band_width=2, causal=False):
     return HeadMeasures(H.shape, int(ks[best_offset]), float(masses[best_offset]), band_mass(H, band_width),
                         band_width, band_mass(uniform, band_width), best_column, float(columns[best_column]),
                         top_two(columns), (float(column_masses(uniform).max()), top_two(column_masses(uniform))),
-                        float(row_entropy(H).mean()), numerical_rank(H), spectral_norm(H))
+                        float(row_entropy(H).mean()), numerical_rank(H), spectral_norm(H),
+                        float(row_entropy(uniform).mean()))
 
 
 def top_two(columns):

@@ -17,6 +17,12 @@ The rules, tried in this order (the first that holds names the role):
 |            | thesis's Σ2, near words attending each other                                  |
 | other      | none of these: spread out, or structured some other way                       |
 
+With `broad=True` (`classify_head`, `classify_capture`, `count_roles`) an "other" head is
+**broad** when its rows are spread: its mean row entropy is at least half a uniform head's
+(≥ ½ log n_k), that is each row's perplexity exp(entropy) covers about √n_k keys or more. The
+thesis has no such kind; Clark et al. (2019) describe heads of BERT's lower layers that attend
+broadly, and a pretrained model needs the word to set them apart from the rest of "other".
+
 Why these numbers (checked on the generators of `families.py` in tests/test_analysis_roles.py,
 16 × 16 heads with their sparse error):
 - rare-token before positional: a column collecting 40% of the mass is never a positional
@@ -50,6 +56,8 @@ POSITIONAL_OFFSET_MASS = 0.5
 SYNTACTIC_BAND_WIDTH = 2
 SYNTACTIC_BAND_MASS = 0.6
 SYNTACTIC_UNIFORM_FACTOR = 1.5
+ROLES_WITH_BROAD = ("positional", "syntactic", "rare-token", "broad", "other")
+BROAD_ENTROPY_SHARE = 0.5
 
 
 def role_from_measures(measures):
@@ -65,10 +73,14 @@ def role_from_measures(measures):
     return "other"
 
 
-def classify_head(H, causal=False):
-    """(role, HeadMeasures) of one head (n_q, n_k); `causal` for a masked self-attention."""
+def classify_head(H, causal=False, broad=False):
+    """(role, HeadMeasures) of one head (n_q, n_k); `causal` for a masked self-attention;
+    `broad`: an "other" head whose rows are spread is "broad" (module docstring)."""
     measures = head_measures(H, SYNTACTIC_BAND_WIDTH, causal)
-    return role_from_measures(measures), measures
+    role = role_from_measures(measures)
+    if broad and role == "other" and measures.mean_entropy >= BROAD_ENTROPY_SHARE * measures.uniform_entropy:
+        role = "broad"
+    return role, measures
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,9 +92,10 @@ class HeadRole:
     measures: HeadMeasures
 
 
-def classify_capture(capture):
-    """A `HeadRole` for every head of an `AttentionCapture`, in the order of its names."""
-    return [HeadRole(name, head, *classify_head(matrix, causal=capture.is_causal(name)))
+def classify_capture(capture, broad=False):
+    """A `HeadRole` for every head of an `AttentionCapture`, in the order of its names
+    (`broad`: as `classify_head`)."""
+    return [HeadRole(name, head, *classify_head(matrix, capture.is_causal(name), broad))
             for name, weights in capture.weights.items() for head, matrix in enumerate(weights)]
 
 
@@ -103,8 +116,9 @@ def roles_table(head_roles, key_tokens=None):
 
 @dataclasses.dataclass(frozen=True)
 class RoleCount:
-    """One head over a set of sentences: how many sentences gave it each role, the key token it
-    attended most in the most sentences (and in how many), and its measures averaged over them."""
+    """One head over a set of sentences: how many sentences gave it each role (a dict over ROLES,
+    or ROLES_WITH_BROAD), the key token it attended most in the most sentences (and in how
+    many), and its measures averaged over them."""
     name: str
     head: int
     counts: dict
@@ -120,22 +134,25 @@ class RoleCount:
 
     @property
     def role(self):
-        """The role of the most sentences (ties go to the first in ROLES)."""
-        return max(ROLES, key=lambda role: (self.counts[role], -ROLES.index(role)))
+        """The role of the most sentences (ties go to the first in the order of `counts`)."""
+        roles = list(self.counts)
+        return max(roles, key=lambda role: (self.counts[role], -roles.index(role)))
 
 
-def count_roles(captures):
+def count_roles(captures, broad=False):
     """A `RoleCount` for every head of one model over its `AttentionCapture`s, one per sentence
-    (the names and heads of the first capture, in its order)."""
-    per_sentence = [classify_capture(capture) for capture in captures]
+    (the names and heads of the first capture, in its order); `broad`: count "broad" apart
+    from "other" (module docstring)."""
+    roles = ROLES_WITH_BROAD if broad else ROLES
+    per_sentence = [classify_capture(capture, broad) for capture in captures]
     counts = []
     for i, first in enumerate(per_sentence[0]):
         rows = [sentence[i] for sentence in per_sentence]
-        roles = collections.Counter(row.role for row in rows)
+        found = collections.Counter(row.role for row in rows)
         keys = collections.Counter(capture.axes(first.name)[1][row.measures.top_column]
                                    for capture, row in zip(captures, rows))
         top_token, top_token_sentences = keys.most_common(1)[0]
-        counts.append(RoleCount(first.name, first.head, {role: roles[role] for role in ROLES}, top_token,
+        counts.append(RoleCount(first.name, first.head, {role: found[role] for role in roles}, top_token,
                                 top_token_sentences, mean_measure(rows, "top_column_mass"),
                                 mean_measure(rows, "band_mass"), mean_measure(rows, "mean_entropy")))
     return counts
@@ -149,27 +166,31 @@ def mean_measure(rows, measure):
 def role_counts_markdown(counts):
     """The `RoleCount`s as a Markdown table: the most frequent role and its share of the
     sentences, the sentences of each role, the most attended key and the mean measures."""
-    lines = ["| attention | head | role (share of sentences) | " + " | ".join(ROLES) +
+    roles = list(counts[0].counts)
+    lines = ["| attention | head | role (share of sentences) | " + " | ".join(roles) +
              " | most attended key (sentences) | top key mass | band ≤ 2 | entropy (nats) |",
-             "|---|---:|---|" + "---:|" * len(ROLES) + "---|---:|---:|---:|"]
+             "|---|---:|---|" + "---:|" * len(roles) + "---|---:|---:|---:|"]
     for row in counts:
         lines.append(f"| {row.name} | {row.head} | {row.role} ({row.counts[row.role] / row.n_sentences:.0%}) | "
-                     + " | ".join(str(row.counts[role]) for role in ROLES) +
+                     + " | ".join(str(row.counts[role]) for role in roles) +
                      f" | `{row.top_token}` ({row.top_token_sentences}/{row.n_sentences}) | "
                      f"{row.mean_top_column_mass:.2f} | {row.mean_band_mass:.2f} | {row.mean_entropy:.2f} |")
     return "\n".join(lines)
 
 
-def role_shares_markdown(counts):
+def role_shares_markdown(counts, as_counts=False):
     """The `RoleCount`s summed per attention layer, as a Markdown table: the share of each role
-    over its heads × sentences, and how many heads have each role as their most frequent."""
-    lines = ["| attention | heads | " + " | ".join(ROLES) + " | heads by their most frequent role |",
-             "|---|---:|" + "---:|" * len(ROLES) + "---|"]
+    over its heads × sentences (`as_counts`: the number of heads × sentences), and how many heads
+    have each role as their most frequent."""
+    roles = list(counts[0].counts)
+    lines = ["| attention | heads | " + " | ".join(roles) + " | heads by their most frequent role |",
+             "|---|---:|" + "---:|" * len(roles) + "---|"]
     for name in dict.fromkeys(row.name for row in counts):
         rows = [row for row in counts if row.name == name]
         total = sum(row.n_sentences for row in rows)
-        shares = " | ".join(f"{sum(row.counts[role] for row in rows) / total:.0%}" for role in ROLES)
+        found = [sum(row.counts[role] for row in rows) for role in roles]
+        shares = " | ".join(str(n) if as_counts else f"{n / total:.0%}" for n in found)
         majority = collections.Counter(row.role for row in rows)
-        heads = ", ".join(f"{majority[role]} {role}" for role in ROLES if majority[role])
+        heads = ", ".join(f"{majority[role]} {role}" for role in roles if majority[role])
         lines.append(f"| {name} | {len(rows)} | {shares} | {heads} |")
     return "\n".join(lines)
