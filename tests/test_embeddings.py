@@ -296,6 +296,17 @@ def test_the_command_reads_a_file_or_standard_input_and_writes_npy_or_jsonl(mini
     np.testing.assert_array_equal(np.array([line["embedding"] for line in lines], dtype=np.float32), expected)
 
 
+def test_out_never_replaces_a_file_unless_asked(minilm_like, tmp_path):
+    mine = tmp_path / "notes.jsonl"
+    mine.write_text("the user's own lines\n")
+    assert_one_line(embed_command(minilm_like, "--out", mine, "the cat"),
+                    r"--out .*notes.jsonl: the file already exists .* --overwrite to replace it")
+    assert mine.read_text() == "the user's own lines\n"
+    status, out, err = embed_command(minilm_like, "--out", mine, "--overwrite", "--quiet", "the cat")
+    assert status == 0, err
+    assert json.loads(mine.read_text())["text"] == "the cat"
+
+
 def test_similarity_prints_the_cosine_matrix_and_search_ranks_the_texts(minilm_like):
     model, tokenizer, recipe = load_sentence_encoder(minilm_like)
     vectors = embed(model, tokenizer, TEXTS, recipe)

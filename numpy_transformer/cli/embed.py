@@ -37,6 +37,7 @@ def add_parser(commands):
     embed.add_argument("texts", nargs="*", metavar="TEXT", help="texts to embed (none: --file, or the lines of "
                                                                 "standard input)")
     embed.add_argument("--file", type=Path, help="a UTF-8 text file, one text per line")
+    embed.add_argument("--overwrite", action="store_true", help="let --out replace a file that exists")
     embed.add_argument("--out", type=Path, help=f"write the embeddings to this file, ending in "
                                                 f"{' or '.join(OUTPUT_FORMATS)}, instead of printing them")
     task = embed.add_mutually_exclusive_group()
@@ -63,6 +64,9 @@ def command(args):
     if args.out is not None and args.out.suffix not in OUTPUT_FORMATS:
         raise ValueError(f"--out {args.out}: the file name must end in {' or '.join(OUTPUT_FORMATS)} (a NumPy array, "
                          f"or one JSON line per text)")
+    if args.out is not None and (args.out.exists() or args.out.is_symlink()) and not args.overwrite:
+        raise ValueError(f"--out {args.out}: the file already exists and embed does not replace a file unasked: "
+                         f"give a new name, or --overwrite to replace it")
     texts = read_texts(args)
     queries = [] if args.search is None else utf8_lines([args.search], "--search query")
     if queries and not queries[0].strip():
