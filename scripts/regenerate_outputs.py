@@ -31,6 +31,7 @@ from pathlib import Path
 import platform
 import re
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -83,7 +84,7 @@ class Workspace:
             argv = [sys.executable, str(script), *words[2:]]
         else:
             raise ValueError(f"not a command the docs print: {command}")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                "COLUMNS": "100", **self.environment}
         before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         print(f"$ {command}", file=sys.stderr, flush=True)
@@ -100,7 +101,6 @@ class Workspace:
 
 def split_command(command):
     """The words of a printed command: `\\` continuations joined, a trailing `# comment` dropped."""
-    import shlex
     return shlex.split(command.replace("\\\n", " "), comments=True)
 
 
