@@ -34,6 +34,7 @@ thesis's. PyTorch is imported only here and only when the benchmark runs: it is 
 benchmark dependency, never one of the library.
 """
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -41,6 +42,7 @@ import time
 
 import numpy as np
 
+from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES
 from numpy_transformer.decoding import with_progress
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
@@ -52,41 +54,59 @@ TORCH_MISSING = ("PyTorch is not installed, so only the NumPy side was measured;
                  "`pip install torch==2.13.0` (the CPU build) adds the comparison")
 
 
+class BatchLoss:
+    """The objective of the benchmark's batches (training/loss.py's interface): the
+    label-smoothed cross-entropy of tgt_out, the decoder-only model reading tgt_in."""
+
+    def loss(self, model, batch, label_smoothing=LABEL_SMOOTHING):
+        import autograd.functional as F
+        from numpy_transformer.training.loss import loss_on_batch
+
+        if hasattr(model, "stack"):
+            return F.cross_entropy(model(batch.tgt_in), batch.tgt_out, ignore_index=PAD_ID,
+                                   label_smoothing=label_smoothing)
+        return loss_on_batch(model, batch, label_smoothing)
+
+
 class NumpyTrainer:
     """This project's model, Adam (its update shared by `threads` threads) and one batch; `step()`
-    is one training step."""
+    is one training step. split: how the step uses `threads` > 1, "batch" as `train --threads`
+    does (the batch's rows shared by `threads` processes, training/parallel.py) or "blas" (one
+    process, BLAS's threads)."""
 
-    def __init__(self, config, batch, seed=0, threads=1):
+    def __init__(self, config, batch, seed=0, threads=1, split="batch"):
         from autograd.optim import Adam
         from numpy_transformer.language_model import DecoderOnlyTransformer
         from numpy_transformer.model import Transformer
+        from numpy_transformer.training import parallel
 
         rng = np.random.default_rng(seed)
         model_class = DecoderOnlyTransformer if config.decoder_only else Transformer
         self.model = model_class(config.model_config(), rng).train()
         self.optimizer = Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS, threads=threads)
         self.batch = batch
+        self.parallel = None
+        if threads > 1 and split == "batch" and parallel.available():
+            self.parallel = parallel.DataParallel(self.model, BatchLoss(), LABEL_SMOOTHING, threads)
 
     def loss(self, model=None):
-        """The label-smoothed cross-entropy of the batch (the decoder-only model reads tgt_in), by
-        `model` (a float16 twin) or this trainer's."""
-        import autograd.functional as F
-        from numpy_transformer.training.loss import loss_on_batch
-
-        model = model or self.model
-        if hasattr(model, "stack"):
-            return F.cross_entropy(model(self.batch.tgt_in), self.batch.tgt_out, ignore_index=PAD_ID,
-                                   label_smoothing=LABEL_SMOOTHING)
-        return loss_on_batch(model, self.batch, LABEL_SMOOTHING)
+        """The label-smoothed cross-entropy of the batch, by `model` (a float16 twin) or this
+        trainer's."""
+        return BatchLoss().loss(model or self.model, self.batch)
 
     def step(self):
-        """(forward, backward, update) seconds of one step."""
+        """(forward, backward, update) seconds of one step; with processes, the forward and the
+        backward are one phase, counted as the forward (and the backward as 0)."""
         start = time.perf_counter()
         self.optimizer.zero_grad()
-        loss = self.loss()
-        forward = time.perf_counter()
-        loss.backward()
-        backward = time.perf_counter()
+        if self.parallel is not None:
+            self.parallel.gradients(self.batch)
+            forward = backward = time.perf_counter()
+        else:
+            loss = self.loss()
+            forward = time.perf_counter()
+            loss.backward()
+            backward = time.perf_counter()
         self.optimizer.step()
         return forward - start, backward - forward, time.perf_counter() - backward
 
@@ -134,7 +154,7 @@ def import_torch(threads):
     return torch
 
 
-def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4):
+def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4, split="batch"):
     """{framework: [(forward, backward, update)…]} for each of `frameworks`: `steps` timed steps in
     all, shared between `rounds` rounds; in each round each framework runs `warmup` untimed steps
     and then its timed ones in a child process of its own (module docstring), the order reversed
@@ -145,25 +165,26 @@ def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4):
         for framework in (frameworks if r % 2 == 0 else frameworks[::-1]):
             if share:
                 times[framework] += [tuple(phases) for phases in json.loads(
-                    in_child(__name__, "print_step_times", config_name, framework, threads, share, warmup))]
+                    in_child(__name__, "print_step_times", config_name, framework, threads, share, warmup, split,
+                             env=child_environment(framework, threads, split)))]
     return times
 
 
-def print_step_times(config_name, framework, threads, steps, warmup):
+def print_step_times(config_name, framework, threads, steps, warmup, split="batch"):
     """In a fresh process: print the JSON list of the (forward, backward, update) seconds of
     `steps` steps of `framework` after `warmup` untimed ones."""
     reuse_freed_memory()
-    trainer = make_trainer(framework, CONFIGS[config_name], threads)
+    trainer = make_trainer(framework, CONFIGS[config_name], threads, split)
     for _ in range(warmup):
         trainer.step()
     print(json.dumps([trainer.step() for _ in range(steps)]))
 
 
-def make_trainer(framework, config, threads):
+def make_trainer(framework, config, threads, split="batch"):
     """The trainer of `framework` ("numpy", "torch" or "torch_fused") on the configuration's batch."""
     batch = make_batch(config)
     if framework == "numpy":
-        return NumpyTrainer(config, batch, threads=threads)
+        return NumpyTrainer(config, batch, threads=threads, split=split)
     import_torch(threads)
     return TorchTrainer(config, batch, fused=framework == "torch_fused")
 
@@ -173,49 +194,78 @@ def median_ms(phases, part=None):
     return statistics.median((sum(p) if part is None else p[part]) * 1e3 for p in phases)
 
 
-def peak_memory_mb(config_name, framework, threads):
+def child_environment(framework, threads, split):
+    """The environment of a framework's child process: BLAS's thread count is `threads`, but 1
+    for NumPy when the batch is split between processes (each runs one BLAS thread)."""
+    if framework != "numpy" or threads == 1 or split != "batch":
+        return None
+    return {**os.environ, **{name: "1" for name in BLAS_THREAD_VARIABLES}}
+
+
+def peak_memory_mb(config_name, framework, threads, split="batch"):
     """The peak memory (MB) of building and training `framework`'s model for two steps, measured in
     a child process (see the module docstring); None if the framework cannot run or the peak
     cannot be measured here."""
-    value = in_child(__name__, "print_peak_memory", config_name, framework, threads)
+    value = in_child(__name__, "print_peak_memory", config_name, framework, threads, split,
+                     env=child_environment(framework, threads, split))
     return None if value == "None" else float(value)
 
 
-def in_child(module, function, *arguments):
-    """The last line that `function(*arguments)` of `module` prints, run in a fresh process."""
+def in_child(module, function, *arguments, env=None):
+    """The last line that `function(*arguments)` of `module` prints, run in a fresh process (with
+    the environment `env`, or this one's)."""
     code = f"from {module} import {function}; {function}{arguments!r}"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise RuntimeError(f"{function}{arguments!r} failed in its child process:\n{result.stderr}")
     return result.stdout.strip().splitlines()[-1]
 
 
-def print_peak_memory(config_name, framework, threads):
+def print_peak_memory(config_name, framework, threads, split="batch"):
     """In a fresh process: print the peak resident memory (MB) added by building `framework`'s
     model and optimizer for `config_name` and running two training steps, or None if torch is
     missing or the peak cannot be restarted (`restart_peak_memory`). The baseline is taken after
     two steps of the tiny configuration, so that what any run pays once (imported modules, thread
-    pools, BLAS buffers, PyTorch's kernels) is in it."""
+    pools, BLAS buffers, PyTorch's kernels) is in it. With the batch split between processes,
+    what each worker process adds from its start to its peak is added (the shared memory both
+    touch counts twice: an upper bound)."""
     if framework == "torch" and import_torch(threads) is None:
         print("None")
         return
     reuse_freed_memory()
-    train_two_steps(framework, CONFIGS["tiny"], threads)
+    train_two_steps(framework, CONFIGS["tiny"], threads, split)
     baseline = status_kb("VmRSS")
     if baseline is None or not restart_peak_memory():
         print("None")
         return
-    train_two_steps(framework, CONFIGS[config_name], threads)
+    workers = train_two_steps(framework, CONFIGS[config_name], threads, split)
     peak = status_kb("VmHWM")
-    print("None" if peak is None else (peak - baseline) / 1024)
+    print("None" if peak is None or None in workers else (peak - baseline + sum(workers)) / 1024)
 
 
-def train_two_steps(framework, config, threads):
+def train_two_steps(framework, config, threads, split="batch"):
     """Build the model and optimizer and run two steps (PyTorch's Adam allocates its moments in
-    the first)."""
-    trainer = make_trainer(framework, config, threads)
+    the first); returns the kilobytes each worker process added (none without them)."""
+    trainer = make_trainer(framework, config, threads, split)
+    shared = getattr(trainer, "parallel", None)
+    starts = [] if shared is None else shared.on_workers(worker_restart_peak)
     for _ in range(2):
         trainer.step()
+    if shared is None:
+        return []
+    peaks = shared.on_workers(worker_peak)
+    shared.close()
+    return [None if start is None or peak is None else peak - start for start, peak in zip(starts, peaks)]
+
+
+def worker_restart_peak(model):
+    """In a worker: restart its peak memory; its resident kilobytes now, or None."""
+    return status_kb("VmRSS") if restart_peak_memory() else None
+
+
+def worker_peak(model):
+    """In a worker: its peak resident kilobytes."""
+    return status_kb("VmHWM")
 
 
 def restart_peak_memory():
@@ -256,20 +306,24 @@ def profile_numpy_step(config, top=25, steps=3):
     return prof.table(top, per=steps)
 
 
-def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False, log=print, progress=None):
+def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False, log=print, progress=None,
+        split="batch"):
     """Measure every configuration; print a line per configuration (and its profile); return the
-    list of result dicts. progress: shows the configurations measured (`decoding.with_progress`)."""
+    list of result dicts. progress: shows the configurations measured (`decoding.with_progress`).
+    split: how NumPy's side uses threads > 1 (`NumpyTrainer`)."""
     frameworks = FRAMEWORKS if import_torch(threads) is not None else FRAMEWORKS[:1]
     if len(frameworks) == 1:
         log(TORCH_MISSING)
     results = []
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
-        times = {**dict.fromkeys(FRAMEWORKS), **time_steps(name, frameworks, threads, steps, warmup)}
+        times = {**dict.fromkeys(FRAMEWORKS), **time_steps(name, frameworks, threads, steps, warmup, split=split)}
+        processes = threads if threads > 1 and split == "batch" and parallel_available() else 1
         result = {"config": name, "decoder_only": config.decoder_only, "threads": threads, "steps": steps,
+                  "numpy_processes": processes,
                   **{f"{framework}_ms": None if times[framework] is None else _rounded(median_ms(times[framework]), 2)
                      for framework in FRAMEWORKS},
-                  "numpy_peak_mb": _rounded(peak_memory_mb(name, "numpy", threads), 1),
+                  "numpy_peak_mb": _rounded(peak_memory_mb(name, "numpy", threads, split), 1),
                   "torch_peak_mb": _rounded(peak_memory_mb(name, "torch", threads), 1)}
         result["time_ratio"] = _ratio(result["numpy_ms"], result["torch_ms"])
         result["time_ratio_fused"] = _ratio(result["numpy_ms"], result["torch_fused_ms"])
@@ -283,6 +337,12 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
             log(profile_numpy_step(config))
     log(goals(results))
     return results
+
+
+def parallel_available():
+    from numpy_transformer.training import parallel
+
+    return parallel.available()
 
 
 def _ratio(numerator, denominator):
@@ -303,8 +363,11 @@ def describe(config, result):
         if ms is None:
             continue
         forward, backward, update = result[f"{framework}_phases_ms"]
-        lines.append(f"  {LABELS[framework]:<22} {ms:8.1f} ms per step (forward {forward:.1f}, backward "
-                     f"{backward:.1f}, Adam {update:.1f})" + _peak_text(result, framework))
+        phases = f"forward {forward:.1f}, backward {backward:.1f}"
+        if framework == "numpy" and result.get("numpy_processes", 1) > 1:
+            phases = f"forward and backward on {result['numpy_processes']} processes {forward:.1f}"
+        lines.append(f"  {LABELS[framework]:<22} {ms:8.1f} ms per step ({phases}, Adam {update:.1f})"
+                     + _peak_text(result, framework))
     if result["time_ratio"] is not None:
         lines.append(f"  NumPy / PyTorch: time {result['time_ratio']:.2f}× (default Adam), "
                      f"{result['time_ratio_fused']:.2f}× (fused Adam); memory {_ratio_text(result['memory_ratio'])}")

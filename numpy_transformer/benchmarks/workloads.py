@@ -22,7 +22,6 @@ Dropout 0.1, label smoothing 0.1 and Adam's betas (0.9, 0.98) and eps 1e-9 are t
 """
 import dataclasses
 import math
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -97,4 +96,6 @@ def make_batch(config, seed=0, batch=None):
     words = rng.integers(3, config.tgt_vocab, real.shape)
     tgt_in = np.where(real, np.where(columns == 0, SOS_ID, words), PAD_ID)
     tgt_out = np.where(real, np.where(columns == lengths[:, None] - 1, EOS_ID, np.roll(words, -1, axis=1)), PAD_ID)
-    return SimpleNamespace(src=src, tgt_in=tgt_in, tgt_out=tgt_out)
+    from numpy_transformer.data.batching import Batch
+
+    return Batch(src, tgt_in, tgt_out, int((tgt_out != PAD_ID).sum()), np.arange(len(src)))

@@ -159,6 +159,10 @@ def _add_train_step_command(benchmarks):
     parser.add_argument("--warmup", type=non_negative_integer, default=2, help="untimed steps first (default 2)")
     parser.add_argument("--profile", action="store_true", help="print the profile of one NumPy step per configuration")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
+    parser.add_argument("--split", choices=("batch", "blas"), default="batch",
+                        help="how NumPy's side uses --threads N > 1: batch (default, as `train` does: the batch's "
+                             "rows shared by N processes of one BLAS thread each) or blas (one process, N BLAS "
+                             "threads)")
     add_quiet_argument(parser, "over the configurations")
     _add_threads_argument(parser)
     parser.set_defaults(run=bench_train_step_command)
@@ -328,6 +332,7 @@ def bench_train_step_command(args):
     the JSON list of the results."""
     status = _rerun_with_blas_threads(args.blas_threads, ["train-step", "--configs", *args.configs, "--steps",
                                                           str(args.steps), "--warmup", str(args.warmup),
+                                                          "--split", args.split,
                                                           *_flags(args, ("--profile", "--json", "--quiet"))])
     if status is not None:
         return status
@@ -335,7 +340,7 @@ def bench_train_step_command(args):
 
     progress = progress_bars(args.quiet)
     results = run(args.configs, args.blas_threads, args.steps, args.warmup, args.profile, log=lines_beside(progress),
-                  progress=progress)
+                  progress=progress, split=args.split)
     if args.json:
         print(json.dumps(results))
     return 0

@@ -59,18 +59,30 @@ def ordered_batches(encoded, batch_size, objective=TRANSLATION, progress=None):
         yield objective.batch(encoded, order[start:start + batch_size], ("evaluate", number))
 
 
-def mean_cross_entropy(model, encoded, batch_size=64, label_smoothing=0.0, objective=TRANSLATION, progress=None):
+def mean_cross_entropy(model, encoded, batch_size=64, label_smoothing=0.0, objective=TRANSLATION, progress=None,
+                       parallel=None):
     """−(1/T) Σ_t log p(y_t | context) over every target that counts in `encoded` (an
     `EncodedPairs`, or an `EncodedTexts` with a language model's objective), in eval mode: the
-    validation loss. Returns a float. progress: see `ordered_batches`."""
+    validation loss. Returns a float. progress: see `ordered_batches`. parallel: a
+    `DataParallel` whose processes share the batches (the sum is taken in the same order)."""
     if len(encoded) == 0:
         raise ValueError("mean_cross_entropy: nothing to evaluate (all longer than the maximum length?)")
+    batches = ordered_batches(encoded, batch_size, objective, progress)
+    if parallel is None:
+        losses = (batch_loss(model, batch, objective, label_smoothing) for batch in batches)
+    else:
+        losses = parallel.map(batch_loss, batches, objective, label_smoothing)
     total, tokens = 0.0, 0
-    with inference_mode(model):
-        for batch in ordered_batches(encoded, batch_size, objective, progress):
-            total += objective.loss(model, batch, label_smoothing).item() * batch.n_tokens
-            tokens += batch.n_tokens
+    for loss, count in losses:
+        total += loss * count
+        tokens += count
     return total / tokens
+
+
+def batch_loss(model, batch, objective, label_smoothing=0.0):
+    """(the mean loss of one batch in eval mode, its number of targets)."""
+    with inference_mode(model):
+        return objective.loss(model, batch, label_smoothing).item(), batch.n_tokens
 
 
 def perplexity(cross_entropy):

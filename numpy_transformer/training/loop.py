@@ -49,8 +49,10 @@ import time
 import numpy as np
 
 from autograd.optim import Adam, clip_grad_norm
+from autograd.plain_mode import is_plain
 from numpy_transformer.data.batching import batch_indices
 from numpy_transformer.training.evaluation import mean_cross_entropy, perplexity
+from numpy_transformer.training import parallel
 from numpy_transformer.training.loss import TRANSLATION
 from numpy_transformer.training.mixed_precision import MixedPrecision
 
@@ -149,17 +151,20 @@ class Trainer:
     then sets it to None), or None. progress: show a tqdm bar;
     report: where the validation lines go (None: nowhere). state: a `TrainingState` to resume.
     objective: what the model learns (`training/loss.py`): TRANSLATION, or a language model's,
-    whose data are `EncodedTexts`.
+    whose data are `EncodedTexts`. processes: how many processes share each step and each
+    validation (`training/parallel.py`: the batch's rows split between them); a mixed-precision
+    or plain-mode run, or a system without fork, stays in one.
     """
 
     def __init__(self, model, optimizer, train_data, config, data_rng, validation_data=None, log=None,
-                 save=None, progress=False, report=print, state=None, objective=TRANSLATION):
+                 save=None, progress=False, report=print, state=None, objective=TRANSLATION, processes=1):
         if len(train_data) == 0:
             raise ValueError("train_data is empty: no training pair fits the maximum length")
         self.model, self.optimizer, self.config, self.objective = model, optimizer, config, objective
         self.train_data, self.validation_data = train_data, validation_data
         self.data_rng, self.log, self.save, self.report = data_rng, log, save, report
         self.progress = progress
+        self.processes, self.parallel = processes, None
         self.mixed = MixedPrecision(model) if config.precision == "mixed" else None
         self.generators = model.generators()
         self.batches_per_epoch = len(batch_indices(train_data, config.batch_size, np.random.default_rng(0),
@@ -198,7 +203,7 @@ class Trainer:
         if given, is called after every step. Returns a `TrainingResult`."""
         interrupted = False
         self._clock = (self.state.train_seconds, time.perf_counter())   # the loop's wall time, resumes included
-        with self._progress_bar() as bar, _stop_on_first_interrupt(self):
+        with self._progress_bar() as bar, _stop_on_first_interrupt(self), self._shared_out():
             try:
                 while self.state.step < self.total_steps and not (self.stop_requested or self.stopped_early):
                     self._run_step(bar)
@@ -210,6 +215,20 @@ class Trainer:
         saved = self._phase != "update" and self._checkpoint()
         return TrainingResult(self.state.step, self.total_steps, interrupted, saved, self._last_logged_loss,
                               self.validation_loss, self.state.train_seconds, self.stopped_early)
+
+    @contextlib.contextmanager
+    def _shared_out(self):
+        """While `train` runs: the processes that share each step (`DataParallel`), if more
+        than one is asked for and this run can use them."""
+        if self.processes < 2 or self.mixed is not None or is_plain() or not parallel.available():
+            yield
+            return
+        with parallel.DataParallel(self.model, self.objective, self.config.label_smoothing,
+                                   self.processes) as self.parallel:
+            try:
+                yield
+            finally:
+                self.parallel = None
 
     @property
     def stopped_early(self):
@@ -240,9 +259,12 @@ class Trainer:
 
     def train_step(self, batch):
         """`train_step` on the batch with this run's objective, optimizer and clip_norm, and
-        `_before_update` between the clip and the update: (loss, gradient norm before clipping).
+        `_before_update` between the clip and the update: (loss, gradient norm before clipping);
+        shared by the processes of `DataParallel` when there are several.
         In mixed precision the loss and the optimizer are the twin's and the master weights'
         (`MixedPrecision.wrap`), and a step whose scaled gradients overflowed is skipped."""
+        if self.parallel is not None:
+            return self.parallel.train_step(batch, self.optimizer, self.config.clip_norm, self._before_update)
         loss_fn, optimizer = self._loss, self.optimizer
         if self.mixed is not None:
             loss_fn, optimizer = self.mixed.wrap(loss_fn, optimizer)
@@ -311,7 +333,7 @@ class Trainer:
 
     def _validate(self):
         self.validation_loss = mean_cross_entropy(self.model, self.validation_data, self.config.batch_size,
-                                                  objective=self.objective)
+                                                  objective=self.objective, parallel=self.parallel)
         validation_perplexity = perplexity(self.validation_loss)
         self._write_log({"step": self.state.step, "validation_loss": self.validation_loss,
                          "validation_perplexity": validation_perplexity})

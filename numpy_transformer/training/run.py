@@ -43,7 +43,7 @@ class Run:
     stays locked for this process until `close` (or the end of a `with Run.new(…) as run:`)."""
 
     def __init__(self, folder, data, model, optimizer, configs, data_rng, state=None, progress=False,
-                 report=print):
+                 report=print, processes=1):
         self.folder, self.data, self.model, self.optimizer, self.configs = folder, data, model, optimizer, configs
         self.directory = folder.directory
         if folder.stale_lock_taken is not None and report is not None:
@@ -51,14 +51,15 @@ class Run:
         self.log = MetricsLog(self.directory / LOG_FILE)
         self.objective = make_objective(configs["data"].task, data.tokenizers, configs["training"].seed)
         self.trainer = Trainer(model, optimizer, data.train, configs["training"], data_rng, data.validation, self.log,
-                               self.save, progress, report, state, self.objective)
+                               self.save, progress, report, state, self.objective, processes)
 
     @classmethod
     def new(cls, directory, model_fields, training_config, data_config, cache_dir=None, overwrite=False, threads=1,
             **options):
         """A fresh run in `directory`: empty, missing, or an earlier run's folder (whose files are
         replaced, which needs `overwrite` once it holds a checkpoint); see run_folder.py.
-        `threads`: the optimizer's (make_optimizer)."""
+        `threads`: the processes that share each step (training/parallel.py) and the threads of
+        the optimizer's update (make_optimizer)."""
         folder = RunFolder(directory, run_file_names(data_config.languages))
         folder.check_new(overwrite)
         data = prepare_data(data_config, cache_dir, progress=options.get("progress", False))
@@ -70,7 +71,8 @@ class Run:
         model = MODELS[data_config.task][1](config, model_rng)
         configs = {"model": config, "training": training_config, "data": with_fingerprint(data_config, data.splits)}
         folder.claim(new=True, overwrite=overwrite)
-        return cls(folder, data, model, make_optimizer(model, training_config, threads), configs, data_rng, **options)
+        return cls(folder, data, model, make_optimizer(model, training_config, threads), configs, data_rng,
+                   processes=threads, **options)
 
     @classmethod
     def resume(cls, directory, training=None, cache_dir=None, threads=1, **options):
@@ -89,7 +91,7 @@ class Run:
             _, data_rng = run_generators(training_config.seed)
             run = cls(folder, data, checkpoint.model, optimizer,
                       {"model": checkpoint.model_config, "training": training_config, "data": checkpoint.data_config},
-                      data_rng, state, **options)
+                      data_rng, state, processes=threads, **options)
         except (ValueError, TypeError, KeyError) as error:
             folder.release()
             raise CheckpointError(f"{Path(directory) / ARCHIVE}: the saved training state does not fit this run "

@@ -1,0 +1,322 @@
+"""Data parallelism: one training step shared by several processes (`train --threads N`).
+
+A step's loss is the mean over the batch's N target tokens, so it splits over any partition of
+the batch's rows into shards k = 1 … P with N_k tokens each:
+
+    L  = Σ_k (N_k / N) · L_k          L_k: the mean over shard k's tokens (the objective's loss)
+    ∇L = Σ_k (N_k / N) · ∇L_k
+
+`DataParallel` runs P processes: this one and P − 1 workers forked from it, each with one BLAS
+thread. At every step each computes the forward and backward of one shard, rows start:stop of
+the batch, with the dropout masks the whole batch draws for those rows
+(`autograd.engine_room.dropout_masks.batch_rows`); the workers write their gradients into
+shared memory, this process adds them to its own in the order of the shards, then clips and
+updates the weights as `train_step` does (training/loop.py). The weights themselves live in
+shared memory, so the workers read every update without a copy. The validation loss is shared
+out the same way, a part of the validation batches to each process, summed in their order.
+
+What this gives:
+- the same step as one process, up to the rounding of sums taken in another order (the
+  gradient of every shard is a sum over fewer tokens); tests/test_parallel.py checks it;
+- a run that is a function of its seed and its number of processes: the shards and the order
+  of the sums depend on nothing else, so a resumed run equals the uninterrupted one;
+- none of this in the layers: a worker runs the model's own forward and backward.
+
+Workers are forked, so this needs the "fork" start method (Linux, macOS; `available()`); a
+mixed-precision run and a plain-mode (`autograd.plain()`) run stay in one process. Why
+processes and not threads or BLAS threads, and what each part of a step costs, is measured in
+docs/performance.md ("Training on more cores").
+"""
+import contextlib
+import dataclasses
+import math
+import mmap
+import multiprocessing
+import signal
+import traceback
+
+import numpy as np
+
+from autograd.engine_room.dropout_masks import batch_rows
+from autograd.optim import clip_grad_norm
+
+ALIGNMENT = 64          # bytes: every shared array starts on a cache line
+
+
+def available():
+    """Whether workers can be forked here (not on Windows)."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+class SharedArrays:
+    """Arrays of the given (shape, dtype) in one block of anonymous shared memory: a process
+    forked after it was made reads and writes the same memory."""
+
+    def __init__(self, specs):
+        offsets, total = [], 0
+        for shape, dtype in specs:
+            offsets.append(total)
+            total += -(-math.prod(shape) * np.dtype(dtype).itemsize // ALIGNMENT) * ALIGNMENT
+        self.memory = mmap.mmap(-1, max(total, ALIGNMENT))
+        self.arrays = [np.frombuffer(self.memory, dtype, count=math.prod(shape), offset=offset).reshape(shape)
+                       for (shape, dtype), offset in zip(specs, offsets)]
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process raised an error or ended."""
+
+
+class DataParallel:
+    """`processes` processes computing each step's gradients, one shard of the batch each (see
+    the module docstring). model: the model being trained (its weights move into shared memory
+    until `close`); objective, label_smoothing: the loss (training/loss.py); pad_id: the
+    translation targets' padding. Use as a context manager, or call `close`."""
+
+    def __init__(self, model, objective, label_smoothing, processes):
+        if processes < 2:
+            raise ValueError(f"DataParallel needs at least 2 processes, got {processes}")
+        if not available():
+            raise RuntimeError("data parallelism needs the 'fork' start method, which this system lacks")
+        self.model, self.objective, self.label_smoothing = model, objective, float(label_smoothing)
+        self.processes = processes
+        self.parameters = [p for _, p in model.named_parameters()]
+        specs = [(p.shape, p.dtype) for p in self.parameters]
+        self.weights = SharedArrays(specs)
+        for p, shared in zip(self.parameters, self.weights.arrays):
+            np.copyto(shared, p.data)
+            p.data = shared
+        self.slots = [SharedArrays(specs) for _ in range(processes - 1)]
+        self.generators = model.generators()
+        self.connections, self.workers = [], []
+        context = multiprocessing.get_context("fork")
+        try:
+            for number, slot in enumerate(self.slots, start=1):
+                here, there = context.Pipe()
+                worker = context.Process(target=_serve, args=(there, here, model, objective, self.label_smoothing,
+                                                              slot.arrays), daemon=True,
+                                         name=f"numpy-transformer worker {number}")
+                worker.start()
+                there.close()
+                self.connections.append(here)
+                self.workers.append(worker)
+        except BaseException:
+            self.close()
+            raise
+
+    # One step.
+
+    def train_step(self, batch, optimizer, clip_norm, before_update=None):
+        """`training.loop.train_step` with the forward and backward shared out: returns (loss,
+        gradient norm before clipping); before_update as there."""
+        self.model.train()
+        optimizer.zero_grad()
+        loss = self.gradients(batch)                           # Σ_k (N_k/N) L_k and ∇ into every .grad
+        norm = clip_grad_norm(self.model.parameters(), clip_norm)
+        if before_update is None or before_update(loss, norm):
+            optimizer.step()
+        return loss, norm
+
+    def gradients(self, batch):
+        """The loss of `batch` (a float) with its gradient in every parameter's .grad: shard 0
+        here, the others in the workers, the gradients summed in the order of the shards."""
+        shards = self.shards(batch)
+        if len(shards) == 1:                                    # too few rows with targets to share
+            loss = self.objective.loss(self.model, batch, self.label_smoothing)
+            loss.backward()
+            return loss.item()
+        states = [generator.bit_generator.state for generator in self.generators]
+        with self._failing_closes():
+            for number, shard in enumerate(shards[1:], start=1):
+                self._send(number, ("step", (shard, states)))
+            loss = shard_backward(self.model, self.objective, self.label_smoothing, shards[0])
+            replies = [self._receive(number) for number in range(1, len(shards))]
+        for number, (shard_loss, present) in enumerate(replies, start=1):
+            loss += shard_loss
+            for p, grad, has_grad in zip(self.parameters, self.slots[number - 1].arrays, present):
+                if not has_grad:
+                    continue
+                if p.grad is None:
+                    p.grad = grad.copy()
+                else:
+                    p.grad += grad
+        return loss
+
+    def shards(self, batch):
+        """The batch cut into at most `processes` runs of rows, as `Shard`s; fewer when some part
+        would hold no target that counts (then one, the whole batch)."""
+        rows = _rows(batch)
+        counted = _counted_per_row(batch, self.model.config.pad_id)
+        total = int(counted.sum())
+        bounds = np.linspace(0, rows, min(self.processes, rows) + 1).round().astype(int)
+        shards = []
+        for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            tokens = int(counted[start:stop].sum())
+            shards.append(Shard(start, stop, rows, _slice(batch, start, stop, tokens), tokens, total))
+        if len(shards) < 2 or any(shard.tokens == 0 for shard in shards):
+            return [Shard(0, rows, rows, batch, total, total)]
+        return shards
+
+    # Any work on the model, shared out (the validation loss).
+
+    def map(self, function, items, *arguments):
+        """[function(model, item, *arguments) for item in items], the items cut into contiguous
+        parts, one per process (this one takes the first); function: a module-level function."""
+        items = list(items)
+        bounds = np.linspace(0, len(items), self.processes + 1).round().astype(int)
+        parts = [items[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
+        with self._failing_closes():
+            for number, part in enumerate(parts[1:], start=1):
+                self._send(number, ("map", (function, part, arguments)))
+            results = [function(self.model, item, *arguments) for item in parts[0]]
+            for number in range(1, self.processes):
+                results += self._receive(number)
+        return results
+
+    def on_workers(self, function, *arguments):
+        """[function(model, *arguments) in worker 1, 2, …]: a question for each worker process
+        (the benchmarks ask for their peak memory); function: a module-level function."""
+        with self._failing_closes():
+            for number in range(1, self.processes):
+                self._send(number, ("call", (function, arguments)))
+            return [self._receive(number) for number in range(1, self.processes)]
+
+    # The workers.
+
+    def _send(self, number, message):
+        try:
+            self.connections[number - 1].send(message)
+        except OSError:
+            raise self._ended(number) from None
+
+    def _receive(self, number):
+        try:
+            kind, value = self.connections[number - 1].recv()
+        except (EOFError, OSError):
+            raise self._ended(number) from None
+        if kind == "error":
+            name, message, trace = value
+            if name == "MemoryError":
+                raise MemoryError(message)
+            raise WorkerFailed(f"worker process {number} failed: {name}: {message}\n{trace}")
+        return value
+
+    def _ended(self, number):
+        worker = self.workers[number - 1]
+        worker.join(timeout=1)
+        return WorkerFailed(f"worker process {number} of the data-parallel step ended (exit code {worker.exitcode}); "
+                            f"run with --threads 1 to see the error in this process")
+
+    @contextlib.contextmanager
+    def _failing_closes(self):
+        """An exception (Ctrl-C included) between sending work and receiving all of it leaves
+        replies unread: the workers are stopped, and the next `DataParallel` starts afresh."""
+        try:
+            yield
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        """Stop the workers and give the weights back their own memory."""
+        for connection in self.connections:
+            with contextlib.suppress(OSError, ValueError):
+                connection.send(None)
+        for worker in self.workers:
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.terminate()
+                worker.join()
+        for connection in self.connections:
+            connection.close()
+        self.connections, self.workers = [], []
+        for p in self.parameters:
+            if any(p.data is shared for shared in self.weights.arrays):
+                p.data = p.data.copy()
+        self.slots = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+
+class Shard:
+    """Rows start:stop of a batch of `rows` rows (`batch`: those rows only), with `tokens` of the
+    whole batch's `total` targets that count."""
+
+    def __init__(self, start, stop, rows, batch, tokens, total):
+        self.start, self.stop, self.rows, self.batch, self.tokens, self.total = start, stop, rows, batch, tokens, total
+
+
+def shard_backward(model, objective, label_smoothing, shard):
+    """(N_k / N) · L_k of one shard, its gradient accumulated into .grad: a float. The dropout
+    masks are the shard's rows of the whole batch's (`batch_rows`)."""
+    with batch_rows(shard.start, shard.stop, shard.rows):
+        loss = objective.loss(model, shard.batch, label_smoothing) * (shard.tokens / shard.total)
+    loss.backward()
+    return loss.item()
+
+
+def _serve(connection, parents_end, model, objective, label_smoothing, slot):
+    """A worker: answers "step", "call" and "map" messages until it reads None or its pipe closes."""
+    parents_end.close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C is the main process's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    parameters = [p for _, p in model.named_parameters()]
+    generators = model.generators()
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        kind, value = message
+        try:
+            if kind == "step":
+                shard, states = value
+                for generator, state in zip(generators, states):
+                    generator.bit_generator.state = state
+                model.train()
+                for p in parameters:
+                    p.grad = None
+                loss = shard_backward(model, objective, label_smoothing, shard)
+                present = [p.grad is not None for p in parameters]
+                for p, grad in zip(parameters, slot):
+                    if p.grad is not None:
+                        np.copyto(grad, p.grad)
+                        p.grad = None
+                reply = ("done", (loss, present))
+            elif kind == "call":
+                function, arguments = value
+                reply = ("done", function(model, *arguments))
+            else:
+                function, part, arguments = value
+                reply = ("done", [function(model, item, *arguments) for item in part])
+        except Exception as error:                         # noqa: BLE001 (sent to the main process)
+            reply = ("error", (type(error).__name__, str(error), traceback.format_exc()))
+        try:
+            connection.send(reply)
+        except (BrokenPipeError, OSError):
+            return
+
+
+def _rows(batch):
+    return len(batch.src) if hasattr(batch, "src") else len(batch.inputs)
+
+
+def _counted_per_row(batch, pad_id):
+    """How many targets of each row enter the loss."""
+    if hasattr(batch, "tgt_out"):
+        return (batch.tgt_out != pad_id).sum(axis=1)
+    return (batch.targets != batch.ignore_index).sum(axis=1)
+
+
+def _slice(batch, start, stop, tokens):
+    """The batch of rows start:stop, with `tokens` targets that count (every array with a row
+    per example is cut)."""
+    rows = _rows(batch)
+    cut = {field.name: getattr(batch, field.name)[start:stop] for field in dataclasses.fields(batch)
+           if isinstance(getattr(batch, field.name), np.ndarray) and len(getattr(batch, field.name)) == rows}
+    return dataclasses.replace(batch, n_tokens=tokens, **cut)
