@@ -2,6 +2,7 @@
 numbers, with a row and a fitted slope for every variant; `bench train-step` and `bench decode`
 run on a tiny configuration and end with their JSON line."""
 import json
+import os
 import subprocess
 import sys
 
@@ -215,3 +216,37 @@ def test_bench_pretrained_loads_and_generates_a_small_gpt2_here_and_in_transform
         assert results[f"{framework}_cached_tokens_per_second"] > 0
         assert results[f"{framework}_uncached_tokens_per_second"] > 0
     assert 0 <= results["shared_tokens"] <= NEW_TOKENS and "greedy tokens are the same in both" in lines[-1]
+
+
+def test_bench_train_step_on_two_processes_shares_the_batch_and_counts_the_workers_memory():
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs 2 cores")
+    out, results = bench_json("train-step", "--configs", "tiny", "--steps", "2", "--warmup", "1", "--threads", "2")
+    (result,) = results
+    assert result["numpy_processes"] == 2 and result["numpy_ms"] > 0 and result["numpy_peak_mb"] >= 0
+    assert "forward and backward on 2 processes" in out
+    out, results = bench_json("train-step", "--configs", "tiny", "--steps", "2", "--warmup", "1", "--threads", "2",
+                              "--split", "blas")
+    assert results[0]["numpy_processes"] == 1 and "forward and backward on" not in out
+
+
+def test_the_scaling_model_is_amdahl_s_law_without_overheads_and_grows_with_them():
+    from numpy_transformer.benchmarks.scaling import predicted_step
+
+    amdahl = {"rows": [64, 32, 16, 8, 4, 2, 1], "fb": [0.064, 0.032, 0.016, 0.008, 0.004, 0.002, 0.001],
+              "update": 0.008, "clip": 0.002, "sum_pass": 0.0, "message": 0.0}
+    for processes in (2, 4, 8, 16):                   # serial 0.002 (clip), parallel 0.064 + 0.008
+        assert predicted_step(amdahl, processes) == pytest.approx(0.002 + 0.072 / processes)
+    costly = {**amdahl, "fb": [f + 0.005 for f in amdahl["fb"]], "sum_pass": 0.004, "message": 0.0001}
+    assert predicted_step(costly, 16) == pytest.approx(0.005 + 0.004 + 0.0015 + 0.004 * 15 / 16 + 0.002 + 0.0005)
+    assert predicted_step({**amdahl, "rows": [8, 4, 2, 1], "fb": [0.008, 0.004, 0.002, 0.001]}, 16) is None
+
+
+def test_bench_scaling_measures_the_parts_and_predicts_on_the_tiny_configuration():
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs 2 cores")
+    out, results = bench_json("scaling", "--configs", "tiny", "--steps", "2", "--repeats", "2")
+    (result,) = results
+    assert result["rows"] == 4 and result["step_1_ms"] > 0 and result["measured_2_ms"] > 0
+    assert result["predicted_ms"]["2"] > 0 and result["predicted_ms"]["8"] is None      # 4 rows: at most 4
+    assert "tiny: " in out and "8 processes: more processes than rows" in out

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from autograd.engine_room import dropout_masks
-from numpy_transformer.cli import shares_steps_between_processes
 from numpy_transformer.data.batching import Batch
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 from numpy_transformer.model import Transformer
@@ -233,13 +232,31 @@ def test_an_interrupt_inside_a_shared_step_saves_the_last_completed_step(tmp_pat
     assert_same_weights(weights(resumed.model), weights(whole.model))
 
 
-@pytest.mark.parametrize("argv, shared", [
-    (["train", "--threads", "2"], True),
-    (["train", "--preset", "lm", "--threads", "4"], True),
-    (["train", "--threads", "2", "--precision", "mixed"], False),
-    (["train", "--precision=mixed", "--threads", "2"], False),
-    (["translate", "--threads", "2", "x"], False),
-    (["bench", "train-step", "--threads", "2"], False),
-])
-def test_train_shares_its_steps_between_processes_except_in_mixed_precision(argv, shared):
-    assert shares_steps_between_processes(argv) is shared
+def test_narrow_models_split_the_batch_and_wide_ones_give_blas_the_threads(tmp_path):
+    assert parallel.splits_batch(_translation()[0]())                      # d_model 16
+    wide = Run.new(tmp_path / "wide", *tiny_configs(model={"d_model": 512, "n_heads": 2, "d_ff": 64},
+                                                    training={"steps": 2}), report=None, threads=2)
+    assert not parallel.splits_batch(wide.model)
+    with wide:
+        wide.train()
+        assert wide.trainer.parallel is None
+
+
+def test_while_it_runs_blas_has_one_thread_here_and_in_the_workers():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    make, objective, _ = _translation()
+    with threadpool_limits(2, user_api="blas"):
+        with parallel.DataParallel(make(), objective, 0.1, 2) as shared:
+            assert set(blas_threads()) == {1}
+            assert shared.on_workers(_blas_threads_here) == [[1] * len(blas_threads())]
+        assert set(blas_threads()) == {2}
+
+
+def _blas_threads_here(model):
+    from threadpoolctl import threadpool_info
+
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]

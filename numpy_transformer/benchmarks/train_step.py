@@ -34,7 +34,6 @@ thesis's. PyTorch is imported only here and only when the benchmark runs: it is 
 benchmark dependency, never one of the library.
 """
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -42,7 +41,6 @@ import time
 
 import numpy as np
 
-from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES
 from numpy_transformer.decoding import with_progress
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
@@ -70,11 +68,11 @@ class BatchLoss:
 
 class NumpyTrainer:
     """This project's model, Adam (its update shared by `threads` threads) and one batch; `step()`
-    is one training step. split: how the step uses `threads` > 1, "batch" as `train --threads`
-    does (the batch's rows shared by `threads` processes, training/parallel.py) or "blas" (one
-    process, BLAS's threads)."""
+    is one training step. split: how the step uses `threads` > 1: "batch" (the batch's rows
+    shared by `threads` processes, training/parallel.py), "blas" (one process, BLAS's threads)
+    or "auto", what `train --threads` does (`parallel.splits_batch`: batch below d_model 512)."""
 
-    def __init__(self, config, batch, seed=0, threads=1, split="batch"):
+    def __init__(self, config, batch, seed=0, threads=1, split="auto"):
         from autograd.optim import Adam
         from numpy_transformer.language_model import DecoderOnlyTransformer
         from numpy_transformer.model import Transformer
@@ -86,6 +84,8 @@ class NumpyTrainer:
         self.optimizer = Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS, threads=threads)
         self.batch = batch
         self.parallel = None
+        if split == "auto":
+            split = "batch" if parallel.splits_batch(self.model) else "blas"
         if threads > 1 and split == "batch" and parallel.available():
             self.parallel = parallel.DataParallel(self.model, BatchLoss(), LABEL_SMOOTHING, threads)
 
@@ -154,7 +154,7 @@ def import_torch(threads):
     return torch
 
 
-def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4, split="batch"):
+def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4, split="auto"):
     """{framework: [(forward, backward, update)…]} for each of `frameworks`: `steps` timed steps in
     all, shared between `rounds` rounds; in each round each framework runs `warmup` untimed steps
     and then its timed ones in a child process of its own (module docstring), the order reversed
@@ -165,12 +165,11 @@ def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4, s
         for framework in (frameworks if r % 2 == 0 else frameworks[::-1]):
             if share:
                 times[framework] += [tuple(phases) for phases in json.loads(
-                    in_child(__name__, "print_step_times", config_name, framework, threads, share, warmup, split,
-                             env=child_environment(framework, threads, split)))]
+                    in_child(__name__, "print_step_times", config_name, framework, threads, share, warmup, split))]
     return times
 
 
-def print_step_times(config_name, framework, threads, steps, warmup, split="batch"):
+def print_step_times(config_name, framework, threads, steps, warmup, split="auto"):
     """In a fresh process: print the JSON list of the (forward, backward, update) seconds of
     `steps` steps of `framework` after `warmup` untimed ones."""
     reuse_freed_memory()
@@ -180,7 +179,7 @@ def print_step_times(config_name, framework, threads, steps, warmup, split="batc
     print(json.dumps([trainer.step() for _ in range(steps)]))
 
 
-def make_trainer(framework, config, threads, split="batch"):
+def make_trainer(framework, config, threads, split="auto"):
     """The trainer of `framework` ("numpy", "torch" or "torch_fused") on the configuration's batch."""
     batch = make_batch(config)
     if framework == "numpy":
@@ -194,34 +193,24 @@ def median_ms(phases, part=None):
     return statistics.median((sum(p) if part is None else p[part]) * 1e3 for p in phases)
 
 
-def child_environment(framework, threads, split):
-    """The environment of a framework's child process: BLAS's thread count is `threads`, but 1
-    for NumPy when the batch is split between processes (each runs one BLAS thread)."""
-    if framework != "numpy" or threads == 1 or split != "batch":
-        return None
-    return {**os.environ, **{name: "1" for name in BLAS_THREAD_VARIABLES}}
-
-
-def peak_memory_mb(config_name, framework, threads, split="batch"):
+def peak_memory_mb(config_name, framework, threads, split="auto"):
     """The peak memory (MB) of building and training `framework`'s model for two steps, measured in
     a child process (see the module docstring); None if the framework cannot run or the peak
     cannot be measured here."""
-    value = in_child(__name__, "print_peak_memory", config_name, framework, threads, split,
-                     env=child_environment(framework, threads, split))
+    value = in_child(__name__, "print_peak_memory", config_name, framework, threads, split)
     return None if value == "None" else float(value)
 
 
-def in_child(module, function, *arguments, env=None):
-    """The last line that `function(*arguments)` of `module` prints, run in a fresh process (with
-    the environment `env`, or this one's)."""
+def in_child(module, function, *arguments):
+    """The last line that `function(*arguments)` of `module` prints, run in a fresh process."""
     code = f"from {module} import {function}; {function}{arguments!r}"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"{function}{arguments!r} failed in its child process:\n{result.stderr}")
     return result.stdout.strip().splitlines()[-1]
 
 
-def print_peak_memory(config_name, framework, threads, split="batch"):
+def print_peak_memory(config_name, framework, threads, split="auto"):
     """In a fresh process: print the peak resident memory (MB) added by building `framework`'s
     model and optimizer for `config_name` and running two training steps, or None if torch is
     missing or the peak cannot be restarted (`restart_peak_memory`). The baseline is taken after
@@ -243,7 +232,7 @@ def print_peak_memory(config_name, framework, threads, split="batch"):
     print("None" if peak is None or None in workers else (peak - baseline + sum(workers)) / 1024)
 
 
-def train_two_steps(framework, config, threads, split="batch"):
+def train_two_steps(framework, config, threads, split="auto"):
     """Build the model and optimizer and run two steps (PyTorch's Adam allocates its moments in
     the first); returns the kilobytes each worker process added (none without them)."""
     trainer = make_trainer(framework, config, threads, split)
@@ -307,7 +296,7 @@ def profile_numpy_step(config, top=25, steps=3):
 
 
 def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False, log=print, progress=None,
-        split="batch"):
+        split="auto"):
     """Measure every configuration; print a line per configuration (and its profile); return the
     list of result dicts. progress: shows the configurations measured (`decoding.with_progress`).
     split: how NumPy's side uses threads > 1 (`NumpyTrainer`)."""
@@ -318,7 +307,7 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
         times = {**dict.fromkeys(FRAMEWORKS), **time_steps(name, frameworks, threads, steps, warmup, split=split)}
-        processes = threads if threads > 1 and split == "batch" and parallel_available() else 1
+        processes = numpy_processes(config, threads, split)
         result = {"config": name, "decoder_only": config.decoder_only, "threads": threads, "steps": steps,
                   "numpy_processes": processes,
                   **{f"{framework}_ms": None if times[framework] is None else _rounded(median_ms(times[framework]), 2)
@@ -339,10 +328,13 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
     return results
 
 
-def parallel_available():
+def numpy_processes(config, threads, split):
+    """How many processes NumPy's side runs (`NumpyTrainer`)."""
     from numpy_transformer.training import parallel
 
-    return parallel.available()
+    if split == "auto":
+        split = "batch" if config.model_config().d_model < parallel.SPLIT_BELOW_D_MODEL else "blas"
+    return threads if threads > 1 and split == "batch" and parallel.available() else 1
 
 
 def _ratio(numerator, denominator):

@@ -82,25 +82,12 @@ def limit_blas_threads(threads):
     return True
 
 
-def shares_steps_between_processes(argv):
-    """Whether argv runs `train` with its steps shared by --threads processes of one BLAS thread
-    each (numpy_transformer/training/parallel.py): not in mixed precision, and only where
-    processes can be forked."""
-    import multiprocessing
-
-    words = [word for word in argv if not word.startswith("-")]
-    mixed = any(word in ("--precision=mixed",) for word in argv) or any(
-        first == "--precision" and second == "mixed" for first, second in zip(argv, argv[1:]))
-    return bool(words) and words[0] == "train" and not mixed and "fork" in multiprocessing.get_all_start_methods()
-
-
 def threads_from_arguments(argv):
     """Fix the BLAS thread count from --threads in argv (1 when it is not given and the
-    environment sets none), before NumPy loads; an invalid value is left to the parser. `train`
-    shares its steps between --threads processes instead, each with one BLAS thread."""
+    environment sets none), before NumPy loads; an invalid value is left to the parser. (`train`
+    may split its steps between processes instead; each then runs one BLAS thread:
+    numpy_transformer/training/parallel.py.)"""
     threads = requested_threads(argv)
-    if threads is not None and threads > 1 and shares_steps_between_processes(argv):
-        threads = 1
     if threads is None or threads >= 1:
         limit_blas_threads(threads)
 

@@ -7,6 +7,8 @@
 - `train-step` times a training step of this project's models (the encoder-decoder and the
   decoder-only model) against the same architectures in PyTorch, with its default and its fused
   Adam, and the peak memory of each (numpy_transformer.benchmarks.train_step);
+- `scaling` measures the parts of a training step shared by processes (`train --threads N`),
+  the step on 2 processes, and predicts it for 4, 8 and 16 (numpy_transformer.benchmarks.scaling);
 - `decode` times greedy decoding of 64 tokens with and without the key/value cache
   (numpy_transformer.benchmarks.decode);
 - `complexity` measures the complexity notes' table: time, memory and FLOPs of attention, the
@@ -41,7 +43,7 @@ MIN_LAYERS = 4              # the exponent of bench memory is fitted over L ≥ 
 
 
 def add_parser(commands):
-    """Add `bench attention | train-step | decode | memory | precision | complexity | pretrained | latency | sts`
+    """Add `bench attention | train-step | scaling | decode | memory | precision | complexity | pretrained | latency | sts`
     to the CLI's subcommands."""
     bench = commands.add_parser("bench", help="measure the attention variants, a training step against PyTorch, "
                                               "decoding with and without the cache, gradient checkpointing's memory, "
@@ -57,6 +59,7 @@ def add_parser(commands):
     _add_threads_argument(attention, "BLAS threads")
     attention.set_defaults(run=bench_attention_command)
     _add_train_step_command(benchmarks)
+    _add_scaling_command(benchmarks)
     _add_decode_command(benchmarks)
     memory = benchmarks.add_parser(
         "memory", help="activation memory and time of a training step for L = 1 … 24 layers, with and without "
@@ -159,13 +162,39 @@ def _add_train_step_command(benchmarks):
     parser.add_argument("--warmup", type=non_negative_integer, default=2, help="untimed steps first (default 2)")
     parser.add_argument("--profile", action="store_true", help="print the profile of one NumPy step per configuration")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
-    parser.add_argument("--split", choices=("batch", "blas"), default="batch",
-                        help="how NumPy's side uses --threads N > 1: batch (default, as `train` does: the batch's "
-                             "rows shared by N processes of one BLAS thread each) or blas (one process, N BLAS "
-                             "threads)")
+    parser.add_argument("--split", choices=("auto", "batch", "blas"), default="auto",
+                        help="how NumPy's side uses --threads N > 1: batch (the batch's rows shared by N processes "
+                             "of one BLAS thread each), blas (one process, N BLAS threads) or auto (default, what "
+                             "`train` does: batch below d_model 512, blas from 512 on)")
     add_quiet_argument(parser, "over the configurations")
     _add_threads_argument(parser)
     parser.set_defaults(run=bench_train_step_command)
+
+
+def _add_scaling_command(benchmarks):
+    from numpy_transformer.benchmarks.workloads import MAIN_CONFIGS
+
+    parser = benchmarks.add_parser(
+        "scaling", help="a training step shared by processes (train --threads N): its parts measured, the step on "
+                        "2 processes measured, and the speed-up predicted for 4, 8 and 16")
+    _add_configs_argument(parser, MAIN_CONFIGS)
+    parser.add_argument("--steps", type=positive_integer, default=10, help="timed whole steps (default 10)")
+    parser.add_argument("--repeats", type=positive_integer, default=7, help="timed repeats of each part (default 7)")
+    parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
+    add_quiet_argument(parser, "over the configurations")
+    parser.set_defaults(run=bench_scaling_command)
+
+
+def bench_scaling_command(args):
+    """Measure and predict the step on more processes (numpy_transformer.benchmarks.scaling);
+    every measurement runs in a child process with one BLAS thread."""
+    from numpy_transformer.benchmarks.scaling import run
+
+    progress = progress_bars(args.quiet)
+    results = run(args.configs, args.steps, args.repeats, log=lines_beside(progress), progress=progress)
+    if args.json:
+        print(json.dumps(results))
+    return 0
 
 
 def _add_decode_command(benchmarks):

@@ -77,8 +77,9 @@ def add_decoding_arguments(parser, what):
                              "per token; 0: the raw log-probability)")
 
 
-TRAINING_THREADS = ("threads of BLAS and of the optimizer's update (default 1: small matrices gain little from "
-                    "more, and threads waiting for a busy CPU slow training down several times)")
+TRAINING_THREADS = ("cores to train on: N processes share each step, a part of the batch each, and N threads the "
+                    "optimizer's update (default 1; 2 trains the default preset 1.7 times as fast on a 2-core AMD "
+                    "EPYC; a seeded run repeats itself for a given N, and differs from another N by rounding)")
 
 
 def add_threads_argument(parser, work=None, why="the matrix products of these models gain little from more"):

@@ -36,7 +36,7 @@ def threads_from_command_line():
 
 def add_example_arguments(parser, script, output=True):
     """--threads, and with `output` --out DIR (default runs/examples/NAME, NAME the script's)."""
-    add_threads_argument(parser)
+    add_threads_argument(parser, "the script's matrix products (and the update of an optimizer it runs)")
     if output:
         default = Path("runs", "examples", Path(script).stem)
         parser.add_argument("--out", type=Path, default=default,

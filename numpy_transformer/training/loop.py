@@ -152,8 +152,9 @@ class Trainer:
     report: where the validation lines go (None: nowhere). state: a `TrainingState` to resume.
     objective: what the model learns (`training/loss.py`): TRANSLATION, or a language model's,
     whose data are `EncodedTexts`. processes: how many processes share each step and each
-    validation (`training/parallel.py`: the batch's rows split between them); a mixed-precision
-    or plain-mode run, or a system without fork, stays in one.
+    validation (`training/parallel.py`: the batch's rows split between them) when the model is
+    narrower than d_model 512; a wider model, a mixed-precision or plain-mode run, or a system
+    without fork stays in one, with the BLAS threads it was given.
     """
 
     def __init__(self, model, optimizer, train_data, config, data_rng, validation_data=None, log=None,
@@ -219,8 +220,10 @@ class Trainer:
     @contextlib.contextmanager
     def _shared_out(self):
         """While `train` runs: the processes that share each step (`DataParallel`), if more
-        than one is asked for and this run can use them."""
-        if self.processes < 2 or self.mixed is not None or is_plain() or not parallel.available():
+        than one is asked for and the model is narrow enough to gain from them
+        (`parallel.splits_batch`; a wider one has BLAS's threads)."""
+        if self.processes < 2 or self.mixed is not None or is_plain() or not parallel.available() \
+                or not parallel.splits_batch(self.model):
             yield
             return
         with parallel.DataParallel(self.model, self.objective, self.config.label_smoothing,

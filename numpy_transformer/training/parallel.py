@@ -7,7 +7,7 @@ the batch's rows into shards k = 1 … P with N_k tokens each:
     ∇L = Σ_k (N_k / N) · ∇L_k
 
 `DataParallel` runs P processes: this one and P − 1 workers forked from it, each with one BLAS
-thread. At every step each computes the forward and backward of one shard, rows start:stop of
+thread (threadpoolctl sets it while they run). At every step each computes the forward and backward of one shard, rows start:stop of
 the batch, with the dropout masks the whole batch draws for those rows
 (`autograd.engine_room.dropout_masks.batch_rows`); the workers write their gradients into
 shared memory, this process adds them to its own in the order of the shards, then clips and
@@ -22,10 +22,15 @@ What this gives:
   of the sums depend on nothing else, so a resumed run equals the uninterrupted one;
 - none of this in the layers: a worker runs the model's own forward and backward.
 
+When it pays (`splits_batch`): for models narrower than d_model 512. There elementwise work
+and Python's overhead per op take much of a step, which BLAS's threads do not share, and the
+parameters are few, so a worker's copy of the gradients costs little memory. From d_model 512 on
+the matrix products dominate and BLAS's threads share them in one process, with one set of
+gradients (the measurements that chose the line are in docs/performance.md, "Training on more
+cores").
+
 Workers are forked, so this needs the "fork" start method (Linux, macOS; `available()`); a
-mixed-precision run and a plain-mode (`autograd.plain()`) run stay in one process. Why
-processes and not threads or BLAS threads, and what each part of a step costs, is measured in
-docs/performance.md ("Training on more cores").
+mixed-precision run and a plain-mode (`autograd.plain()`) run stay in one process.
 """
 import contextlib
 import dataclasses
@@ -34,18 +39,27 @@ import mmap
 import multiprocessing
 import signal
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from autograd.engine_room.dropout_masks import batch_rows
 from autograd.optim import clip_grad_norm
 
 ALIGNMENT = 64          # bytes: every shared array starts on a cache line
+SPLIT_BELOW_D_MODEL = 512
 
 
 def available():
     """Whether workers can be forked here (not on Windows)."""
     return "fork" in multiprocessing.get_all_start_methods()
+
+
+def splits_batch(model):
+    """Whether more threads should split the batch between processes (True) or go to BLAS in
+    one process (False): True below d_model 512 (see the module docstring)."""
+    return model.config.d_model < SPLIT_BELOW_D_MODEL
 
 
 class SharedArrays:
@@ -79,6 +93,7 @@ class DataParallel:
             raise RuntimeError("data parallelism needs the 'fork' start method, which this system lacks")
         self.model, self.objective, self.label_smoothing = model, objective, float(label_smoothing)
         self.processes = processes
+        self._blas = threadpool_limits(1, user_api="blas")     # here and, forked, in the workers
         self.parameters = [p for _, p in model.named_parameters()]
         specs = [(p.shape, p.dtype) for p in self.parameters]
         self.weights = SharedArrays(specs)
@@ -87,7 +102,7 @@ class DataParallel:
             p.data = shared
         self.slots = [SharedArrays(specs) for _ in range(processes - 1)]
         self.generators = model.generators()
-        self.connections, self.workers = [], []
+        self.connections, self.workers, self._adders = [], [], None
         context = multiprocessing.get_context("fork")
         try:
             for number, slot in enumerate(self.slots, start=1):
@@ -130,16 +145,28 @@ class DataParallel:
                 self._send(number, ("step", (shard, states)))
             loss = shard_backward(self.model, self.objective, self.label_smoothing, shards[0])
             replies = [self._receive(number) for number in range(1, len(shards))]
-        for number, (shard_loss, present) in enumerate(replies, start=1):
+        for shard_loss, _ in replies:
             loss += shard_loss
-            for p, grad, has_grad in zip(self.parameters, self.slots[number - 1].arrays, present):
-                if not has_grad:
-                    continue
-                if p.grad is None:
-                    p.grad = grad.copy()
-                else:
-                    p.grad += grad
+        self._sum(replies)
         return loss
+
+    def _sum(self, replies):
+        """g ← g_1 + g_2 + … + g_P, parameter by parameter in the order of the shards; the
+        parameters dealt between `processes` threads (each sum is the same whichever thread
+        takes it)."""
+        def add(indices):
+            for i in indices:
+                p = self.parameters[i]
+                for slot, (_, present) in zip(self.slots, replies):
+                    if not present[i]:
+                        continue
+                    if p.grad is None:
+                        p.grad = slot.arrays[i].copy()
+                    else:
+                        p.grad += slot.arrays[i]
+        if self._adders is None:
+            self._adders = ThreadPoolExecutor(self.processes, thread_name_prefix="gradient sum")
+        list(self._adders.map(add, balanced_indices([p.size for p in self.parameters], self.processes)))
 
     def shards(self, batch):
         """The batch cut into at most `processes` runs of rows, as `Shard`s; fewer when some part
@@ -228,17 +255,33 @@ class DataParallel:
                 worker.join()
         for connection in self.connections:
             connection.close()
-        self.connections, self.workers = [], []
+        if self._adders is not None:
+            self._adders.shutdown()
+        self.connections, self.workers, self._adders = [], [], None
         for p in self.parameters:
             if any(p.data is shared for shared in self.weights.arrays):
                 p.data = p.data.copy()
         self.slots = []
+        if self._blas is not None:
+            self._blas.restore_original_limits()
+            self._blas = None
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exception):
         self.close()
+
+
+def balanced_indices(sizes, n):
+    """The indices of `sizes` dealt into n lists of about equal total size: the largest first,
+    each to the lightest list so far."""
+    shares, totals = [[] for _ in range(n)], [0] * n
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        lightest = totals.index(min(totals))
+        shares[lightest].append(i)
+        totals[lightest] += sizes[i]
+    return shares
 
 
 class Shard:
@@ -261,6 +304,7 @@ def shard_backward(model, objective, label_smoothing, shard):
 def _serve(connection, parents_end, model, objective, label_smoothing, slot):
     """A worker: answers "step", "call" and "map" messages until it reads None or its pipe closes."""
     parents_end.close()
+    threadpool_limits(1, user_api="blas")
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C is the main process's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     parameters = [p for _, p in model.named_parameters()]
