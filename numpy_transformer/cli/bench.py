@@ -181,7 +181,7 @@ def _add_scaling_command(benchmarks):
     parser.add_argument("--steps", type=positive_integer, default=10, help="timed whole steps (default 10)")
     parser.add_argument("--repeats", type=positive_integer, default=7, help="timed repeats of each part (default 7)")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
-    add_quiet_argument(parser, "over the configurations")
+    add_quiet_argument(parser, "over the configurations measured and predicted")
     parser.set_defaults(run=bench_scaling_command)
 
 
