@@ -235,10 +235,10 @@ def test_the_scaling_model_is_amdahl_s_law_without_overheads_and_grows_with_them
 
     amdahl = {"rows": [64, 32, 16, 8, 4, 2, 1], "fb": [0.064, 0.032, 0.016, 0.008, 0.004, 0.002, 0.001],
               "update": 0.008, "clip": 0.002, "sum_pass": 0.0, "message": 0.0}
-    for processes in (2, 4, 8, 16):                   # no serial part: 0.064 + 0.008 + 0.002 shared
-        assert predicted_step(amdahl, processes) == pytest.approx(0.074 / processes)
+    for processes in (2, 4, 8, 16):                   # serial 0.002 (clip), parallel 0.064 + 0.008
+        assert predicted_step(amdahl, processes) == pytest.approx(0.002 + 0.072 / processes)
     costly = {**amdahl, "fb": [f + 0.005 for f in amdahl["fb"]], "sum_pass": 0.004, "message": 0.0001}
-    assert predicted_step(costly, 16) == pytest.approx(0.005 + 0.004 + 0.0015 + (0.004 * 15 + 0.002 + 0.008) / 16)
+    assert predicted_step(costly, 16) == pytest.approx(0.005 + 0.004 + 0.0015 + 0.004 * 15 / 16 + 0.002 + 0.0005)
     assert predicted_step({**amdahl, "rows": [8, 4, 2, 1], "fb": [0.008, 0.004, 0.002, 0.001]}, 16) is None
 
 

@@ -3,17 +3,16 @@ parts, and the speed-up those parts predict for 4, 8 and 16 processes (training/
 
 A step shared by P processes (one BLAS thread each) is, in time,
 
-    T(P) = F(B/P) + M (P − 1) + (R (P − 1) + C) / P + U / P
+    T(P) = F(B/P) + M (P − 1) + S(P) + C + U / P
 
 - F(b): the forward and backward of b rows of the batch (B rows in all) in one process, what
   every process does at once, measured for b = B, B/2, B/4, … 1. Fitted as a + c b, a is the
   part that does not shrink with the shard (Python and NumPy's overhead per op), c b the part
   that does.
 - M: sending a shard to a worker and reading its reply, per worker (the pipe and pickling).
-- R: one pass adding a gradient of the model's size; the P − 1 passes of the sum are shared by
-  P threads, parameter by parameter.
-- C: the gradient norm and the clip on one thread (`clip_grad_norm`); the same threads take
-  each parameter's squares as they finish its sum, and share the rescaling.
+- S(P): summing the P gradients, parameter by parameter on P threads: (P − 1)/P of R,
+  R = one pass adding a gradient of the model's size.
+- C: the gradient norm and the clip, on one thread.
 - U: Adam's update on one thread, shared by P threads.
 
 Measured on this machine in one process, the parts predict T(2), which is then measured; the
@@ -21,8 +20,8 @@ gap between the two is what the model leaves out (two processes sharing caches a
 bandwidth, waking a worker). Beyond the machine's cores nothing can be measured, so T(4), T(8),
 T(16) are the prediction alone, and assume each process keeps a core and the memory bandwidth it
 has here; a second figure adds the gap measured at 2 processes to every step.
-Amdahl's law is the special case M = R = 0 with F(b) = a + c b: T(P) = a + (c B + C + U) / P;
-the serial part reported is a, with M and R, which grow with P.
+Amdahl's law is the special case a = M = R = 0: T(P) = serial + parallel / P; the serial part
+reported is a + C + the parts that grow with P.
 """
 import json
 import os
@@ -158,8 +157,9 @@ def predicted_step(parts, processes):
     else:
         a, c = fit_overhead(parts["rows"], parts["fb"])
         forward_backward = a + c * shard
-    shared = (parts["sum_pass"] * (processes - 1) + parts["clip"] + parts["update"]) / processes
-    return forward_backward + parts["message"] * (processes - 1) + shared
+    summing = parts["sum_pass"] * (processes - 1) / processes
+    return forward_backward + parts["message"] * (processes - 1) + summing + parts["clip"] + \
+        parts["update"] / processes
 
 
 def run(config_names=MAIN_CONFIGS, steps=10, repeats=7, log=print, progress=None):
@@ -175,7 +175,7 @@ def run(config_names=MAIN_CONFIGS, steps=10, repeats=7, log=print, progress=None
         one = measured_step(name, 1, steps)
         two = measured_step(name, 2, steps) if cores >= 2 else None
         predicted = {p: predicted_step(parts, p) for p in PREDICTED}
-        serial = a
+        serial = a + parts["clip"]
         gap = None if two is None or predicted[2] is None else two - predicted[2]
         result = {"config": name, "parameters": parts["parameters"], "rows": parts["rows"][0],
                   "step_1_ms": one * 1e3, "measured_2_ms": None if two is None else two * 1e3,
@@ -202,7 +202,7 @@ def describe(r):
              f"  forward+backward of b rows ≈ {r['overhead_ms']:.2f} ms + {r['per_row_ms']:.3f} ms × b; "
              f"norm and clip {r['clip_ms']:.2f} ms; Adam {r['update_ms']:.2f} ms on one thread; one gradient "
              f"sum pass {r['sum_pass_ms']:.2f} ms; a message to a worker {r['message_ms']:.3f} ms",
-             f"  serial part (F's overhead a): {100 * r['serial_fraction']:.1f} % of the one-process step",
+             f"  serial part at one process (overhead + clip): {100 * r['serial_fraction']:.1f} % of the step",
              f"  2 processes: {_ms(r['predicted_ms'][2])} predicted, {measured}"]
     for p in PREDICTED[1:]:
         t, with_gap = r["predicted_ms"][p], r["speedup_with_gap"][p]

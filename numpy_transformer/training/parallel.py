@@ -102,7 +102,7 @@ class DataParallel:
             p.data = shared
         self.slots = [SharedArrays(specs) for _ in range(processes - 1)]
         self.generators = model.generators()
-        self.connections, self.workers, self._adders, self._squares = [], [], None, None
+        self.connections, self.workers, self._adders = [], [], None
         context = multiprocessing.get_context("fork")
         try:
             for number, slot in enumerate(self.slots, start=1):
@@ -126,51 +126,15 @@ class DataParallel:
         self.model.train()
         optimizer.zero_grad()
         loss = self.gradients(batch)                           # Σ_k (N_k/N) L_k and ∇ into every .grad
-        norm = self.clip(clip_norm)                            # clip_grad_norm, on the threads
+        norm = clip_grad_norm(self.model.parameters(), clip_norm)
         if before_update is None or before_update(loss, norm):
             optimizer.step()
         return loss, norm
-
-    def clip(self, max_norm):
-        """`autograd.optim.clip_grad_norm` of the model's gradients, the same numbers bit for bit:
-        each parameter's Σ g² in float64 (taken by the thread that summed it, while it is in the
-        cache), added in the parameters' order; the rescaling shared by the threads."""
-        if self._squares is None:                              # no sum ran: the step stayed here
-            self._on_threads(self._square)
-        norm = math.sqrt(sum(square for square in self._squares if square is not None))
-        self._squares = None
-        if max_norm is None:
-            return norm
-        if not (isinstance(max_norm, (int, float)) and max_norm > 0):
-            return clip_grad_norm(self.parameters, max_norm)    # its error
-        if math.isfinite(norm) and norm > max_norm:
-            scale = max_norm / norm
-
-            def rescale(indices):
-                for i in indices:
-                    if self.parameters[i].grad is not None:
-                        self.parameters[i].grad *= scale
-            self._on_threads(rescale)
-        return norm
-
-    def _square(self, indices):
-        for i in indices:
-            grad = self.parameters[i].grad
-            self._squares[i] = None if grad is None else float(np.sum(np.square(grad, dtype=np.float64)))
-
-    def _on_threads(self, function):
-        """function(indices) for each thread's share of the parameters (`balanced_indices`)."""
-        if self._adders is None:
-            self._adders = ThreadPoolExecutor(self.processes, thread_name_prefix="gradient sum")
-        if self._squares is None:
-            self._squares = [None] * len(self.parameters)
-        list(self._adders.map(function, balanced_indices([p.size for p in self.parameters], self.processes)))
 
     def gradients(self, batch):
         """The loss of `batch` (a float) with its gradient in every parameter's .grad: shard 0
         here, the others in the workers, the gradients summed in the order of the shards."""
         shards = self.shards(batch)
-        self._squares = None
         if len(shards) == 1:                                    # too few rows with targets to share
             loss = self.objective.loss(self.model, batch, self.label_smoothing)
             loss.backward()
@@ -189,7 +153,7 @@ class DataParallel:
     def _sum(self, replies):
         """g ← g_1 + g_2 + … + g_P, parameter by parameter in the order of the shards; the
         parameters dealt between `processes` threads (each sum is the same whichever thread
-        takes it), each then taking its parameters' Σ g² for `clip`."""
+        takes it)."""
         def add(indices):
             for i in indices:
                 p = self.parameters[i]
@@ -200,9 +164,9 @@ class DataParallel:
                         p.grad = slot.arrays[i].copy()
                     else:
                         p.grad += slot.arrays[i]
-            self._square(indices)
-        self._squares = None
-        self._on_threads(add)
+        if self._adders is None:
+            self._adders = ThreadPoolExecutor(self.processes, thread_name_prefix="gradient sum")
+        list(self._adders.map(add, balanced_indices([p.size for p in self.parameters], self.processes)))
 
     def shards(self, batch):
         """The batch cut into at most `processes` runs of rows, as `Shard`s; fewer when some part
