@@ -18,7 +18,7 @@ from numpy_transformer.training.loss import TRANSLATION, CausalLM, LanguageModel
 from numpy_transformer.training.run import Run
 from run_helpers import assert_same_weights, tiny_configs, weights
 
-pytestmark = pytest.mark.skipif(not parallel.available(), reason="data parallelism needs fork")
+pytestmark = pytest.mark.skipif(not parallel.available(), reason="data parallelism runs on Linux")
 
 GENERATORS = [np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.MT19937]
 
@@ -260,3 +260,14 @@ def _blas_threads_here(model):
     from threadpoolctl import threadpool_info
 
     return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+def test_elsewhere_than_linux_training_stays_in_one_process(tmp_path, monkeypatch, platform):
+    monkeypatch.setattr(parallel.sys, "platform", platform)
+    assert not parallel.available()
+    with pytest.raises(RuntimeError, match=f"on Linux only, not on {platform}"):
+        parallel.DataParallel(_translation()[0](), TRANSLATION, 0.1, 2)
+    with _run(tmp_path / "run", 2, steps=2) as run:
+        run.train()
+        assert run.trainer.parallel is None and run.optimizer.threads == 2

@@ -29,8 +29,11 @@ the matrix products dominate and BLAS's threads share them in one process, with 
 gradients (the measurements that chose the line are in docs/performance.md, "Training on more
 cores").
 
-Workers are forked, so this needs the "fork" start method (Linux, macOS; `available()`); a
-mixed-precision run and a plain-mode (`autograd.plain()`) run stay in one process.
+Workers are forked, so this runs on Linux only (`available()`): on macOS the system's libraries,
+Accelerate's BLAS among them, are not safe to use in a forked process (which is why Python
+starts processes there by spawning them), and Windows cannot fork. There, and in a
+mixed-precision or plain-mode (`autograd.plain()`) run, training stays in one process with
+BLAS's threads.
 """
 import contextlib
 import dataclasses
@@ -38,6 +41,7 @@ import math
 import mmap
 import multiprocessing
 import signal
+import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
@@ -52,8 +56,8 @@ SPLIT_BELOW_D_MODEL = 512
 
 
 def available():
-    """Whether workers can be forked here (not on Windows)."""
-    return "fork" in multiprocessing.get_all_start_methods()
+    """Whether workers can be forked here: on Linux (see the module docstring)."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
 def splits_batch(model):
@@ -90,7 +94,8 @@ class DataParallel:
         if processes < 2:
             raise ValueError(f"DataParallel needs at least 2 processes, got {processes}")
         if not available():
-            raise RuntimeError("data parallelism needs the 'fork' start method, which this system lacks")
+            raise RuntimeError(f"data parallelism forks its workers, which this project does on Linux only, "
+                               f"not on {sys.platform}: train with BLAS's threads (the default elsewhere)")
         self.model, self.objective, self.label_smoothing = model, objective, float(label_smoothing)
         self.processes = processes
         self._blas = threadpool_limits(1, user_api="blas")     # here and, forked, in the workers
