@@ -246,6 +246,16 @@ def test_a_missing_dataset_path_says_it_does_not_exist_and_what_dataset_takes(tm
     assert "kept whole" not in line and not (tmp_path / "run").exists()
 
 
+def test_a_missing_path_under_an_existing_folder_is_not_taken_for_a_hub_dataset(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    status, out, err = run_main(["train", "--dataset", "data/my-benchmark", "--out", tmp_path / "run"])
+    (line,) = err.strip().splitlines()
+    assert status == 1 and line.startswith("numpy-transformer train: error: data/my-benchmark: no such file or "
+                                           "folder. --dataset takes a corpus by name")
+    assert "reach" not in line and "network" not in line          # not the message of an unreachable Hub
+
+
 def test_an_existing_run_folder_says_how_to_train_another_continue_or_replace(tmp_path):
     assert run_main(["train", "--out", tmp_path / "run", *TINY, "--quiet"])[0] == 0
     status, _, err = run_main(["train", "--out", tmp_path / "run", *TINY])

@@ -83,12 +83,19 @@ def split_files(name, suffixes, validation_file=None, test_file=None, languages=
         return folder_files(name, suffixes, languages)
     if Path(name).is_file() or Path(name).suffix.lower() in suffixes or is_prefix(name, languages):
         return {"train": Path(name), **separate}
-    if not HUB_NAME.match(name):
+    if not HUB_NAME.match(name) or _under_a_local_folder(name):
         raise FileNotFoundError(f"{name}: no such file or folder. {accepted(suffixes, languages)}")
     if separate:
         raise ValueError(f"--validation-file and --test-file go with a training file given to --dataset, not with "
                          f"the dataset {name!r}")
     return None
+
+
+def _under_a_local_folder(name):
+    """Whether `name`, shaped as a Hub dataset (owner/name), starts with a folder that exists
+    here (data/my-benchmark beside a folder data/): then it is a path that is missing."""
+    owner = Path(name).parent
+    return owner != Path(".") and owner.is_dir()
 
 
 def local_splits(files, read, what, unit, seed=0, fractions=SPLIT_FRACTIONS, subset=None, subset_mode="first",
