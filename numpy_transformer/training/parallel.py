@@ -1,4 +1,4 @@
-"""Data parallelism: one training step shared by several processes (`train --threads N`).
+"""Data parallelism: one training step shared by P processes (`train --threads P`).
 
 A step's loss is the mean over the batch's N target tokens, so it splits over any partition of
 the batch's rows into shards k = 1 … P with N_k tokens each:
@@ -7,13 +7,14 @@ the batch's rows into shards k = 1 … P with N_k tokens each:
     ∇L = Σ_k (N_k / N) · ∇L_k
 
 `DataParallel` runs P processes: this one and P − 1 workers forked from it, each with one BLAS
-thread (threadpoolctl sets it while they run). At every step each computes the forward and backward of one shard, rows start:stop of
-the batch, with the dropout masks the whole batch draws for those rows
-(`autograd.engine_room.dropout_masks.batch_rows`); the workers write their gradients into
-shared memory, this process adds them to its own in the order of the shards, then clips and
-updates the weights as `train_step` does (training/loop.py). The weights themselves live in
-shared memory, so the workers read every update without a copy. The validation loss is shared
-out the same way, a part of the validation batches to each process, summed in their order.
+thread (threadpoolctl sets it while they run). At every step each computes the forward and
+backward of one shard, rows start:stop of the batch, with the dropout masks the whole batch
+draws for those rows (`autograd.engine_room.dropout_masks.batch_rows`); the workers write their
+gradients into shared memory, this process adds them to its own in the order of the shards
+(the parameters dealt between P threads), then clips and updates the weights as `train_step`
+does (training/loop.py). The weights themselves live in shared memory, so the workers read
+every update without a copy. The validation loss is shared out the same way, a part of the
+validation batches to each process, summed in their order.
 
 What this gives:
 - the same step as one process, up to the rounding of sums taken in another order (the
