@@ -25,9 +25,11 @@ target tokens trained on per second of training. The run
 ends after `--steps` steps or `--max-minutes` of training, whichever comes first. PyTorch is
 needed only for --framework torch. `--plot numpy=A/curve.jsonl torch=B/curve.jsonl` draws
 curves already written into OUT/bleu_curve.png. OUT is --out (default runs/examples/bleu_curve/);
---threads N (default 1) is BLAS's, the optimizer's and PyTorch's thread count.
+--threads N (default 1) is PyTorch's thread count, and this project's as `train --threads N` uses
+it (the batch split between N processes for the default model, training/parallel.py).
 """
 import argparse
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -227,8 +229,10 @@ def main(argv=None):
     print("\n".join(prepared.summary))
     print(f"{args.framework}, init {init}, preset {args.preset}, seed {args.seed}, {training_config.steps} steps "
           f"at most, {args.max_minutes} minutes at most -> {out}/curve.jsonl", flush=True)
-    return train_with_curve(run, prepared, {"training": training_config, "data": data_config}, data_rng, out,
-                            args.eval_every, args.max_minutes * 60, log=lambda line: print(line, flush=True))
+    shared = run.trainer.shared_steps() if args.framework == "numpy" else contextlib.nullcontext()
+    with shared:                                            # --threads N as `train` uses them
+        return train_with_curve(run, prepared, {"training": training_config, "data": data_config}, data_rng, out,
+                                args.eval_every, args.max_minutes * 60, log=lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":

@@ -271,3 +271,15 @@ def test_elsewhere_than_linux_training_stays_in_one_process(tmp_path, monkeypatc
     with _run(tmp_path / "run", 2, steps=2) as run:
         run.train()
         assert run.trainer.parallel is None and run.optimizer.threads == 2
+
+
+def test_shared_steps_opens_one_set_of_processes_that_train_and_a_nested_one_reuse(tmp_path):
+    with _run(tmp_path / "run", 2, steps=3) as run:
+        with run.trainer.shared_steps():
+            shared = run.trainer.parallel
+            assert shared is not None and len(shared.workers) == 1
+            with run.trainer.shared_steps():
+                assert run.trainer.parallel is shared
+            run.trainer.train()
+            assert run.trainer.parallel is shared and run.trainer.state.step == 3
+        assert run.trainer.parallel is None and shared.workers == []

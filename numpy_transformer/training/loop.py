@@ -204,7 +204,7 @@ class Trainer:
         if given, is called after every step. Returns a `TrainingResult`."""
         interrupted = False
         self._clock = (self.state.train_seconds, time.perf_counter())   # the loop's wall time, resumes included
-        with self._progress_bar() as bar, _stop_on_first_interrupt(self), self._shared_out():
+        with self._progress_bar() as bar, _stop_on_first_interrupt(self), self.shared_steps():
             try:
                 while self.state.step < self.total_steps and not (self.stop_requested or self.stopped_early):
                     self._run_step(bar)
@@ -218,12 +218,13 @@ class Trainer:
                               self.validation_loss, self.state.train_seconds, self.stopped_early)
 
     @contextlib.contextmanager
-    def _shared_out(self):
-        """While `train` runs: the processes that share each step (`DataParallel`), if more
-        than one is asked for and the model is narrow enough to gain from them
-        (`parallel.splits_batch`; a wider one has BLAS's threads)."""
-        if self.processes < 2 or self.mixed is not None or is_plain() or not parallel.available() \
-                or not parallel.splits_batch(self.model):
+    def shared_steps(self):
+        """A context in which `train_step` and the validation are shared by the processes of a
+        `DataParallel` (`train` runs in one), if more than one is asked for and the model is
+        narrow enough to gain from them (`parallel.splits_batch`; a wider one has BLAS's
+        threads). Inside another, it adds nothing."""
+        if self.parallel is not None or self.processes < 2 or self.mixed is not None or is_plain() \
+                or not parallel.available() or not parallel.splits_batch(self.model):
             yield
             return
         with parallel.DataParallel(self.model, self.objective, self.config.label_smoothing,
