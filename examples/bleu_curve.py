@@ -66,7 +66,7 @@ class NumpyRun:
     def __init__(self, config, training, model_rng, train_data, threads=1):
         self.model = Transformer(config, model_rng)
         self.trainer = Trainer(self.model, make_optimizer(self.model, training, threads), train_data, training,
-                               np.random.default_rng(0), report=None)
+                               np.random.default_rng(0), report=None, processes=threads)
 
     def step(self, batch):
         self.trainer.train_step(batch)

@@ -65,3 +65,21 @@ def test_the_torch_run_copied_from_ours_trains_as_ours_does(example):
         difference = np.abs(theirs[name].data - parameter.data)
         assert difference.max() <= 4 * 1e-2, name
         assert name.endswith("W_k.bias") or np.mean(difference > 1e-4) < 0.01, name
+
+
+def test_two_threads_split_the_numpy_run_s_batches_between_two_processes_as_train_does(example, tmp_path,
+                                                                                      monkeypatch):
+    from numpy_transformer.training import parallel
+
+    if not parallel.available():
+        pytest.skip("data parallelism runs on Linux")
+    opened = []
+    original = parallel.DataParallel.__init__
+
+    def recording(self, model, objective, label_smoothing, processes):
+        opened.append(processes)
+        original(self, model, objective, label_smoothing, processes)
+
+    monkeypatch.setattr(parallel.DataParallel, "__init__", recording)
+    curve = example.main([*TINY, "--threads", "2", "--out", str(tmp_path)])
+    assert opened == [2] and [point["step"] for point in curve] == [2, 4]
