@@ -30,7 +30,9 @@ one generator, the order of the batches from another (`run_generators`). The loo
 (`TrainingState`: step, epoch, batch within the epoch, both generators' states, the best
 validation loss, its step and the validations since) is saved with each checkpoint, so that N
 steps, a checkpoint, a resume and N more steps give the weights, the best weights and the
-losses of 2N steps in one go, bit for bit.
+losses of 2N steps in one go, bit for bit. With several processes (`train --threads N`,
+`shared_steps`) each step is the same step shared out (training/parallel.py): the run is then a
+function of its seed and N, and follows the one-process run up to rounding.
 
 Ctrl-C. While `train` runs, the first Ctrl-C (or SIGTERM, what a scheduler or `kill` sends)
 asks the loop to stop after the current step and save a checkpoint; a second one interrupts at
@@ -154,7 +156,7 @@ class Trainer:
     whose data are `EncodedTexts`. processes: how many processes share each step and each
     validation (`training/parallel.py`: the batch's rows split between them) when the model is
     narrower than d_model 512; a wider model, a mixed-precision or plain-mode run, or a system
-    without fork stays in one, with the BLAS threads it was given.
+    other than Linux stays in one, with the BLAS threads it was given.
     """
 
     def __init__(self, model, optimizer, train_data, config, data_rng, validation_data=None, log=None,
