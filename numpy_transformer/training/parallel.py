@@ -50,6 +50,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from autograd.engine_room.dropout_masks import batch_rows
+from autograd.engine_room.fused_adam import balanced_shares
 from autograd.optim import clip_grad_norm
 
 ALIGNMENT = 64          # bytes: every shared array starts on a cache line
@@ -101,6 +102,8 @@ class DataParallel:
         self.processes = processes
         self._blas = threadpool_limits(1, user_api="blas")     # here and, forked, in the workers
         self.parameters = [p for _, p in model.named_parameters()]
+        self._shares = [[i for _, i in share]                  # the parameters' indices, one list a thread
+                        for share in balanced_shares([(p.data, i) for i, p in enumerate(self.parameters)], processes)]
         specs = [(p.shape, p.dtype) for p in self.parameters]
         self.weights = SharedArrays(specs)
         for p, shared in zip(self.parameters, self.weights.arrays):
@@ -172,7 +175,7 @@ class DataParallel:
                         p.grad += slot.arrays[i]
         if self._adders is None:
             self._adders = ThreadPoolExecutor(self.processes, thread_name_prefix="gradient sum")
-        list(self._adders.map(add, balanced_indices([p.size for p in self.parameters], self.processes)))
+        list(self._adders.map(add, self._shares))
 
     def shards(self, batch):
         """The batch cut into at most `processes` runs of rows, as `Shard`s; fewer when some part
@@ -277,17 +280,6 @@ class DataParallel:
 
     def __exit__(self, *exception):
         self.close()
-
-
-def balanced_indices(sizes, n):
-    """The indices of `sizes` dealt into n lists of about equal total size: the largest first,
-    each to the lightest list so far."""
-    shares, totals = [[] for _ in range(n)], [0] * n
-    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
-        lightest = totals.index(min(totals))
-        shares[lightest].append(i)
-        totals[lightest] += sizes[i]
-    return shares
 
 
 class Shard:
