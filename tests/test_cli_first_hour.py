@@ -104,7 +104,8 @@ def fake_benchmark(log, progress):
 
 @pytest.mark.parametrize("benchmark, module, arguments", [
     ("train-step", "train_step", ["--configs", "tiny"]), ("latency", "latency", []),
-    ("pretrained", "pretrained_speed", []), ("complexity", "complexity", ["--quick"])])
+    ("pretrained", "pretrained_speed", []), ("complexity", "complexity", ["--quick"]),
+    ("decode", "decode", ["--configs", "thesis"]), ("precision", "precision_speed", ["--configs", "tiny"])])
 def test_the_long_benchmarks_draw_a_bar_on_a_terminal_and_print_the_same_lines(benchmark, module, arguments,
                                                                                 monkeypatch):
     import importlib
@@ -124,7 +125,9 @@ def test_the_long_benchmarks_draw_a_bar_on_a_terminal_and_print_the_same_lines(b
 
 
 @pytest.mark.parametrize("benchmark, arguments", [("train-step", ["--configs", "tiny"]), ("latency", []),
-                                                  ("pretrained", []), ("complexity", ["--quick"])])
+                                                  ("pretrained", []), ("complexity", ["--quick"]),
+                                                  ("decode", ["--configs", "thesis"]), ("memory", []),
+                                                  ("precision", ["--configs", "tiny"])])
 def test_a_benchmark_run_in_a_child_process_keeps_quiet(benchmark, arguments, monkeypatch):
     import numpy_transformer.cli.bench as bench
 
@@ -133,6 +136,26 @@ def test_a_benchmark_run_in_a_child_process_keeps_quiet(benchmark, arguments, mo
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "7")             # not the count asked for: a child runs it
     assert run_main(["bench", benchmark, *arguments, "--threads", "1", "--quiet"])[0] == 0
     assert "--quiet" in called[0]
+
+
+@pytest.mark.parametrize("benchmark, module, arguments", [("memory", "memory_use", []),
+                                                          ("scaling", "scaling", ["--configs", "tiny"])])
+def test_the_benchmarks_without_json_draw_a_bar_on_a_terminal_and_print_the_same_lines(benchmark, module, arguments,
+                                                                                       monkeypatch):
+    import importlib
+
+    given = []
+
+    def run(*args, log, progress, **options):
+        given.append(progress)
+        return fake_benchmark(log, progress)
+    monkeypatch.setattr(importlib.import_module(f"numpy_transformer.benchmarks.{module}"), "run", run)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")             # the benchmark runs here, not in a child
+    terminal, log, quiet = three_ways(["bench", benchmark, *arguments])
+    assert terminal[0] == log[0] == quiet[0] == 0
+    assert terminal[1] == log[1] == quiet[1] == "line 0\nline 1\n"
+    assert given[0] is not None and given[1] is None and given[2] is None
+    assert has_bar(terminal[2], "config") and log[2] == "" and quiet[2] == ""
 
 
 def test_the_complexity_benchmark_counts_its_sweeps_on_the_bar():

@@ -128,10 +128,13 @@ def profile_cached_decoding(config, top=20):
     return prof.table(top)
 
 
-def run(config_names=DECODE_CONFIGS, runs=3, profile=False, log=print):
-    """Measure every configuration, print a line each and the goal; return the result dicts."""
+def run(config_names=DECODE_CONFIGS, runs=3, profile=False, log=print, progress=None):
+    """Measure every configuration, print a line each and the goal; return the result dicts.
+    progress: shows the configurations measured (`decoding.with_progress`)."""
+    from numpy_transformer.decoding import with_progress
+
     results = []
-    for name in config_names:
+    for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
         times = time_decoding(config, runs)
         cached, uncached = (statistics.median(times[key]) * 1e3 for key in ("cached", "uncached"))

@@ -51,13 +51,15 @@ def measure(n_layers, checkpointing, repeats=3):
     return peak - gradients, min(times)
 
 
-def run(layers=LAYERS, out_dir="benchmark_results", log=print):
+def run(layers=LAYERS, out_dir="benchmark_results", log=print, progress=None):
     """Measure every depth both ways, print the table and the exponents, write the figure and
-    the JSON; return the results."""
+    the JSON; return the results. progress: shows the depths measured (`decoding.with_progress`)."""
+    from numpy_transformer.decoding import with_progress
+
     results = {"plain": [], "checkpointed": []}
     log(f"decoder-only model {MODEL}, batch {BATCH} × {LENGTH} tokens, one training step")
     log(f"{'layers':>6}  {'plain MB':>9} {'ms':>7}  {'checkpointed MB':>15} {'ms':>7}")
-    for n_layers in layers:
+    for n_layers in with_progress(progress, layers, desc="depths", unit="depth"):
         row = {name: measure(n_layers, name == "checkpointed") for name in results}
         for name, (memory, seconds) in row.items():
             results[name].append({"layers": n_layers, "activation_mb": round(memory / 2**20, 2),

@@ -136,15 +136,18 @@ def micro_benchmarks():
     }
 
 
-def run(config_names=PRECISION_CONFIGS, steps=5, out_dir="benchmark_results", log=print):
-    """Measure, print the tables, write the figure and the JSON to `out_dir`, return the results."""
+def run(config_names=PRECISION_CONFIGS, steps=5, out_dir="benchmark_results", log=print, progress=None):
+    """Measure, print the tables, write the figure and the JSON to `out_dir`, return the results.
+    progress: shows the configurations measured (`decoding.with_progress`)."""
+    from numpy_transformer.decoding import with_progress
+
     micro = micro_benchmarks()
     log("operations on NumPy arrays (best of 5, ms): "
         + "; ".join(f"{name} {ms:.2f}" for name, ms in micro.items()))
     log(f"{'config':<12} {'float32 graph MB':>16} {'mixed graph MB':>14} {'ratio':>6}  {'float32 peak MB':>15} "
         f"{'mixed peak MB':>13}  {'float32 ms':>10} {'mixed ms':>9} {'ratio':>6}")
     results = {}
-    for name in config_names:
+    for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         row = results[name] = measure(name, steps)
         single, mixed = row["float32"], row["mixed"]
         log(f"{name:<12} {single['graph_mb']:>16.2f} {mixed['graph_mb']:>14.2f} "

@@ -24,9 +24,9 @@
 
 docs/performance.md gives their figures. `--threads` (alias `--blas-threads`) fixes the BLAS
 thread count before NumPy loads; where NumPy is already loaded with another count (a caller in
-the same process), the benchmark runs in a child process instead. `train-step`, `latency`,
-`complexity` and `pretrained` show a progress bar on standard error when it is a terminal (not
-with `--quiet`); standard output is the same with or without it.
+the same process), the benchmark runs in a child process instead. Every benchmark but
+`attention` and `sts` shows a progress bar on standard error when it is a terminal (not with
+`--quiet`); standard output is the same with or without it.
 """
 import importlib
 import json
@@ -68,6 +68,7 @@ def add_parser(commands):
                         help=f"the deepest model, at least {MIN_LAYERS} (default 24)")
     memory.add_argument("--out", default="benchmark_results", help="folder for the figure and JSON "
                                                                    "(default benchmark_results)")
+    add_quiet_argument(memory, "over the depths, each measured with and without checkpointing")
     _add_threads_argument(memory, "BLAS threads")
     memory.set_defaults(run=bench_memory_command)
     _add_precision_command(benchmarks)
@@ -113,6 +114,7 @@ def _add_precision_command(benchmarks):
     parser.add_argument("--out", default="benchmark_results", help="folder for the figure and JSON "
                                                                    "(default benchmark_results)")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
+    add_quiet_argument(parser, "over the configurations, float32 beside mixed precision")
     _add_threads_argument(parser, "BLAS threads")
     parser.set_defaults(run=bench_precision_command)
 
@@ -209,6 +211,7 @@ def _add_decode_command(benchmarks):
     parser.add_argument("--runs", type=positive_integer, default=3, help="timed runs of each (default 3)")
     parser.add_argument("--profile", action="store_true", help="print the profile of one cached decode")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
+    add_quiet_argument(parser, "over the configurations decoded with and without the cache")
     _add_threads_argument(parser)
     parser.set_defaults(run=bench_decode_command)
 
@@ -291,12 +294,13 @@ def bench_sts_command(args):
 def bench_memory_command(args):
     """Measure gradient checkpointing's memory and time; the figure and JSON go to args.out."""
     status = _rerun_with_blas_threads(args.blas_threads, ["memory", "--max-layers", str(args.max_layers),
-                                                          "--out", str(args.out)])
+                                                          "--out", str(args.out), *_flags(args, ("--quiet",))])
     if status is not None:
         return status
     from numpy_transformer.benchmarks.memory_use import LAYERS, run
 
-    run([n for n in LAYERS if n <= args.max_layers], args.out, log=lines_beside(None))
+    progress = progress_bars(args.quiet)
+    run([n for n in LAYERS if n <= args.max_layers], args.out, log=lines_beside(progress), progress=progress)
     return 0
 
 
@@ -305,12 +309,13 @@ def bench_precision_command(args):
     results as JSON."""
     status = _rerun_with_blas_threads(args.blas_threads, ["precision", "--configs", *args.configs, "--steps",
                                                           str(args.steps), "--out", str(args.out),
-                                                          *(["--json"] if args.json else [])])
+                                                          *_flags(args, ("--json", "--quiet"))])
     if status is not None:
         return status
     from numpy_transformer.benchmarks.precision_speed import run
 
-    results = run(args.configs, args.steps, args.out, log=lines_beside(None))
+    progress = progress_bars(args.quiet)
+    results = run(args.configs, args.steps, args.out, log=lines_beside(progress), progress=progress)
     if args.json:
         print(json.dumps(results))
     return 0
@@ -378,12 +383,13 @@ def bench_train_step_command(args):
 def bench_decode_command(args):
     """Time greedy decoding with and without the cache; with --json the last line is the JSON list."""
     status = _rerun_with_blas_threads(args.blas_threads, ["decode", "--configs", *args.configs, "--runs",
-                                                          str(args.runs), *_flags(args)])
+                                                          str(args.runs), *_flags(args, ("--profile", "--json", "--quiet"))])
     if status is not None:
         return status
     from numpy_transformer.benchmarks.decode import run
 
-    results = run(args.configs, args.runs, args.profile, log=lines_beside(None))
+    progress = progress_bars(args.quiet)
+    results = run(args.configs, args.runs, args.profile, log=lines_beside(progress), progress=progress)
     if args.json:
         print(json.dumps(results))
     return 0
