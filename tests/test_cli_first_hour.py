@@ -102,10 +102,15 @@ def fake_benchmark(log, progress):
     return [{"number": 2}]
 
 
+JSON = ["--threads", "1", "--json"]
+
+
 @pytest.mark.parametrize("benchmark, module, arguments", [
-    ("train-step", "train_step", ["--configs", "tiny"]), ("latency", "latency", []),
-    ("pretrained", "pretrained_speed", []), ("complexity", "complexity", ["--quick"]),
-    ("decode", "decode", ["--configs", "thesis"]), ("precision", "precision_speed", ["--configs", "tiny"])])
+    ("train-step", "train_step", ["--configs", "tiny", *JSON]), ("latency", "latency", JSON),
+    ("pretrained", "pretrained_speed", JSON), ("complexity", "complexity", ["--quick", *JSON]),
+    ("decode", "decode", ["--configs", "thesis", *JSON]),
+    ("precision", "precision_speed", ["--configs", "tiny", *JSON]),
+    ("memory", "memory_use", ["--threads", "1"]), ("scaling", "scaling", ["--configs", "tiny"])])
 def test_the_long_benchmarks_draw_a_bar_on_a_terminal_and_print_the_same_lines(benchmark, module, arguments,
                                                                                 monkeypatch):
     import importlib
@@ -117,9 +122,10 @@ def test_the_long_benchmarks_draw_a_bar_on_a_terminal_and_print_the_same_lines(b
         return fake_benchmark(log, progress)
     monkeypatch.setattr(importlib.import_module(f"numpy_transformer.benchmarks.{module}"), "run", run)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")             # the benchmark runs here, not in a child
-    terminal, log, quiet = three_ways(["bench", benchmark, *arguments, "--threads", "1", "--json"])
+    terminal, log, quiet = three_ways(["bench", benchmark, *arguments])
+    expected = "line 0\nline 1\n" + ('[{"number": 2}]\n' if "--json" in arguments else "")
     assert terminal[0] == log[0] == quiet[0] == 0
-    assert terminal[1] == log[1] == quiet[1] == 'line 0\nline 1\n[{"number": 2}]\n'
+    assert terminal[1] == log[1] == quiet[1] == expected
     assert given[0] is not None and given[1] is None and given[2] is None
     assert has_bar(terminal[2], "config") and log[2] == "" and quiet[2] == ""
 
@@ -136,26 +142,6 @@ def test_a_benchmark_run_in_a_child_process_keeps_quiet(benchmark, arguments, mo
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "7")             # not the count asked for: a child runs it
     assert run_main(["bench", benchmark, *arguments, "--threads", "1", "--quiet"])[0] == 0
     assert "--quiet" in called[0]
-
-
-@pytest.mark.parametrize("benchmark, module, arguments", [("memory", "memory_use", []),
-                                                          ("scaling", "scaling", ["--configs", "tiny"])])
-def test_the_benchmarks_without_json_draw_a_bar_on_a_terminal_and_print_the_same_lines(benchmark, module, arguments,
-                                                                                       monkeypatch):
-    import importlib
-
-    given = []
-
-    def run(*args, log, progress, **options):
-        given.append(progress)
-        return fake_benchmark(log, progress)
-    monkeypatch.setattr(importlib.import_module(f"numpy_transformer.benchmarks.{module}"), "run", run)
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")             # the benchmark runs here, not in a child
-    terminal, log, quiet = three_ways(["bench", benchmark, *arguments])
-    assert terminal[0] == log[0] == quiet[0] == 0
-    assert terminal[1] == log[1] == quiet[1] == "line 0\nline 1\n"
-    assert given[0] is not None and given[1] is None and given[2] is None
-    assert has_bar(terminal[2], "config") and log[2] == "" and quiet[2] == ""
 
 
 def test_the_complexity_benchmark_counts_its_sweeps_on_the_bar():

@@ -50,7 +50,6 @@ def median_seconds(function, repeats):
 def measure_parts(config_name, repeats=7):
     """In one process with one BLAS thread: {"rows": [b…], "fb": [F(b) s…], "update", "clip",
     "sum_pass", "message"} in seconds, and "parameters"."""
-    from autograd.engine_room.dropout_masks import batch_rows
     from autograd.optim import clip_grad_norm
     from numpy_transformer.training import parallel
 
@@ -63,14 +62,11 @@ def measure_parts(config_name, repeats=7):
     parts = {"config": config_name, "rows": [], "fb": []}
     b = rows
     while b >= 1:
-        shard = parallel.Shard(0, b, rows, parallel._slice(batch, 0, b, int((batch.tgt_out[:b] != 0).sum())),
-                               int((batch.tgt_out[:b] != 0).sum()), batch.n_tokens)
+        shard = parallel.make_shard(batch, 0, b, model.config.pad_id)
 
-        def forward_backward():
+        def forward_backward():                            # what a process of P = rows / b computes
             trainer.optimizer.zero_grad()
-            with batch_rows(0, b, rows):
-                loss = objective.loss(model, shard.batch, LABEL_SMOOTHING) * (shard.tokens / shard.total)
-            loss.backward()
+            parallel.shard_backward(model, objective, LABEL_SMOOTHING, shard)
         forward_backward()
         parts["rows"].append(b)
         parts["fb"].append(median_seconds(forward_backward, repeats))

@@ -180,16 +180,11 @@ class DataParallel:
     def shards(self, batch):
         """The batch cut into at most `processes` runs of rows, as `Shard`s; fewer when some part
         would hold no target that counts (then one, the whole batch)."""
-        rows = _rows(batch)
-        counted = _counted_per_row(batch, self.model.config.pad_id)
-        total = int(counted.sum())
-        bounds = np.linspace(0, rows, min(self.processes, rows) + 1).round().astype(int)
-        shards = []
-        for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            tokens = int(counted[start:stop].sum())
-            shards.append(Shard(start, stop, rows, _slice(batch, start, stop, tokens), tokens, total))
+        rows, pad_id = _rows(batch), self.model.config.pad_id
+        bounds = np.linspace(0, rows, min(self.processes, rows) + 1).round().astype(int).tolist()
+        shards = [make_shard(batch, start, stop, pad_id) for start, stop in zip(bounds[:-1], bounds[1:])]
         if len(shards) < 2 or any(shard.tokens == 0 for shard in shards):
-            return [Shard(0, rows, rows, batch, total, total)]
+            return [Shard(0, rows, rows, batch, shards[0].total, shards[0].total)]
         return shards
 
     # Any work on the model, shared out (the validation loss).
@@ -288,6 +283,13 @@ class Shard:
 
     def __init__(self, start, stop, rows, batch, tokens, total):
         self.start, self.stop, self.rows, self.batch, self.tokens, self.total = start, stop, rows, batch, tokens, total
+
+
+def make_shard(batch, start, stop, pad_id):
+    """The `Shard` of rows start:stop of `batch` (pad_id: the translation targets' padding)."""
+    counted = _counted_per_row(batch, pad_id)
+    tokens = int(counted[start:stop].sum())
+    return Shard(start, stop, _rows(batch), _slice(batch, start, stop, tokens), tokens, int(counted.sum()))
 
 
 def shard_backward(model, objective, label_smoothing, shard):
