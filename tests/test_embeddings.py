@@ -190,9 +190,10 @@ def test_random_values_in_every_field_read_embed_or_give_one_line(minilm_like):
 
 def test_a_run_folder_or_a_missing_path_is_one_line(tmp_path):
     (tmp_path / "run").mkdir()
-    for path in (tmp_path / "run", tmp_path / "missing" / "folder"):
-        assert_one_line(embed_command(path, "the cat"), r"is not a Hugging Face model folder \(no config.json\) nor a "
-                                                        r"Hub name")
+    assert_one_line(embed_command(tmp_path / "run", "the cat"), r"is not a Hugging Face model folder \(no config.json\) "
+                                                                r"nor a Hub name")
+    assert_one_line(embed_command(tmp_path / "missing" / "folder", "the cat"), r"no such folder .*missing/folder: embed "
+                                                                               r"reads a BERT-architecture encoder")
 
 
 def test_a_folder_that_is_not_an_encoder_is_one_line(tmp_path):

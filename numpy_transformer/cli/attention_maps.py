@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from numpy_transformer.cli.common import add_model_cache_argument, add_threads_argument, add_weights_argument, \
-    non_negative_integer, utf8_lines
+    check_run_folder, non_negative_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -71,6 +71,7 @@ def capture_checkpoint(name, sentence, target, cache_dir=None, weights="best"):
         model, tokenizer = load_pretrained(name, cache_dir)
         line = None
     else:
+        check_run_folder(name, ("translation", "lm", "mlm"))
         checkpoint = load_checkpoint(name, weights)
         line = checkpoint.weights_line(weights)
         if checkpoint.task == "translation":

@@ -72,9 +72,11 @@ def command(args):
     if queries and not queries[0].strip():
         raise ValueError("--search: the query is empty: give the words to look for")
     if not names_pretrained(args.checkpoint):
-        raise ValueError(f"{args.checkpoint} is not a Hugging Face model folder (no config.json) nor a Hub name: embed "
-                         f"reads a BERT-architecture encoder such as all-MiniLM-L6-v2 (config.json, model.safetensors, "
-                         f"tokenizer.json), not a run folder of train")
+        what = f"no such folder {args.checkpoint}" if not Path(args.checkpoint).exists() else \
+            f"{args.checkpoint} is not a Hugging Face model folder (no config.json) nor a Hub name"
+        raise ValueError(f"{what}: embed reads a BERT-architecture encoder such as "
+                         f"all-MiniLM-L6-v2 (a folder of config.json, model.safetensors and tokenizer.json, or a Hub "
+                         f"name: sentence-transformers/all-MiniLM-L6-v2), not a run folder of train")
     model, tokenizer, recipe = load_sentence_encoder(args.checkpoint, args.cache_dir)
     vectors = embed(model, tokenizer, texts + queries, recipe, args.batch_size,
                     lambda batches: progress_bar(batches, args.quiet))
