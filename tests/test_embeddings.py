@@ -287,9 +287,10 @@ def test_the_command_reads_a_file_or_standard_input_and_writes_npy_or_jsonl(mini
     model, tokenizer, recipe = load_sentence_encoder(minilm_like)
     expected = embed(model, tokenizer, TEXTS, recipe)
     (tmp_path / "texts.txt").write_text("\n".join(TEXTS) + "\n")
-    status, out, err = embed_command(minilm_like, "--file", tmp_path / "texts.txt", "--out", tmp_path / "e.npy")
-    assert status == 0 and out == "" and err == f"wrote 5 embeddings of 8 dimensions to {tmp_path / 'e.npy'}\n"
-    np.testing.assert_array_equal(np.load(tmp_path / "e.npy"), expected)
+    written = tmp_path / "runs" / "e.npy"                       # its folder made: runs/ of a fresh clone
+    status, out, err = embed_command(minilm_like, "--file", tmp_path / "texts.txt", "--out", written)
+    assert status == 0 and out == "" and err == f"wrote 5 embeddings of 8 dimensions to {written}\n"
+    np.testing.assert_array_equal(np.load(written), expected)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("\n".join(TEXTS).encode())))
     status, out, err = embed_command(minilm_like, "--out", tmp_path / "e.jsonl", "--quiet")
     assert status == 0 and out == err == ""

@@ -35,7 +35,8 @@ def add_parser(commands):
     parser.add_argument("--target", help="the translation the decoder reads (default: the model's own; "
                                          "translation models only)")
     add_model_cache_argument(parser)
-    parser.add_argument("--out", default="attention", metavar="DIR", help="folder for the figures (default attention)")
+    parser.add_argument("--out", default="runs/attention", metavar="DIR",
+                        help="folder for the figures (default runs/attention)")
     parser.add_argument("--format", choices=("png", "svg"), default="png", help="figure format (default png)")
     parser.add_argument("--w", type=non_negative_integer, default=3, help="bandwidth of the structured approximation (default 3)")
     parser.add_argument("--num-pos", type=non_negative_integer, default=2, help="rare tokens of the approximation's Σ3 (default 2)")

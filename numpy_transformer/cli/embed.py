@@ -39,7 +39,7 @@ def add_parser(commands):
     embed.add_argument("--file", type=Path, help="a UTF-8 text file, one text per line")
     embed.add_argument("--overwrite", action="store_true", help="let --out replace a file that exists")
     embed.add_argument("--out", type=Path, help=f"write the embeddings to this file, ending in "
-                                                f"{' or '.join(OUTPUT_FORMATS)}, instead of printing them")
+                                                f"{' or '.join(OUTPUT_FORMATS)}, instead of printing them (its folder created if missing)")
     task = embed.add_mutually_exclusive_group()
     task.add_argument("--similarity", action="store_true", help="print the cosine-similarity matrix of the texts")
     task.add_argument("--search", metavar="QUERY", help="print the texts closest to QUERY, best first")
@@ -130,11 +130,13 @@ def json_lines(texts, vectors):
 
 
 def write_embeddings(path, texts, vectors):
-    """The embeddings into `path` as a whole (`atomic_write`): .npy, or JSON lines."""
+    """The embeddings into `path` as a whole (`atomic_write`): .npy, or JSON lines; its folder
+    created if missing (runs/corpus.npy in a fresh clone)."""
     import numpy as np
 
     from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 
+    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".npy":
         atomic_write(path, lambda file: np.save(file, vectors))
     else:
