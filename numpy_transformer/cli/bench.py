@@ -55,7 +55,8 @@ def add_parser(commands):
         "attention", help="time and peak memory of every attention variant, forward + backward, n = 256 … max-n")
     attention.add_argument("--max-n", type=integer_at_least(MIN_N), default=8192,
                            help=f"the longest sequence, at least {MIN_N} (default 8192)")
-    attention.add_argument("--out", default=BENCH_OUT, help=f"folder for the table, figures and JSON (default {BENCH_OUT})")
+    attention.add_argument("--out", default=BENCH_OUT,
+                           help=f"folder for the table, figures and JSON (default {BENCH_OUT})")
     _add_threads_argument(attention, "BLAS threads")
     attention.set_defaults(run=bench_attention_command)
     _add_train_step_command(benchmarks)

@@ -39,7 +39,8 @@ def add_parser(commands):
     embed.add_argument("--file", type=Path, help="a UTF-8 text file, one text per line")
     embed.add_argument("--overwrite", action="store_true", help="let --out replace a file that exists")
     embed.add_argument("--out", type=Path, help=f"write the embeddings to this file, ending in "
-                                                f"{' or '.join(OUTPUT_FORMATS)}, instead of printing them (its folder created if missing)")
+                                                f"{' or '.join(OUTPUT_FORMATS)}, instead of printing them (its "
+                                                f"folder created if missing)")
     task = embed.add_mutually_exclusive_group()
     task.add_argument("--similarity", action="store_true", help="print the cosine-similarity matrix of the texts")
     task.add_argument("--search", metavar="QUERY", help="print the texts closest to QUERY, best first")
