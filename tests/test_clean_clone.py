@@ -99,3 +99,15 @@ def test_what_the_printed_commands_write_is_ignored_or_an_examples_figures_in_do
 def test_a_folder_outside_runs_is_caught():
     assert ignored({PurePosixPath("attention"), PurePosixPath("runs/attention"), PurePosixPath("docs/figures")}) \
         == {PurePosixPath("runs/attention")}
+
+
+def test_the_printed_notebook_commands_write_under_an_ignored_folder():
+    """`jupytext --to notebook docs/PAGE.md` alone would write docs/PAGE.ipynb: every printed one
+    names its output (-o), in a folder git ignores."""
+    printed = [line for page in PAGES for line in page.read_text(encoding="utf-8").splitlines()
+               if "jupytext --to notebook" in line]
+    assert printed
+    for line in printed:
+        output = re.search(r"\s-o\s+(\S+?)`?$", line.strip())
+        assert output, f"{line.strip()}: name the notebook it writes with -o, outside docs/"
+        assert ignored({PurePosixPath(output[1]).parent}) == {PurePosixPath(output[1]).parent}, line
