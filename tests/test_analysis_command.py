@@ -38,5 +38,9 @@ def test_the_command_writes_the_figures_and_prints_the_roles(checkpoint, tmp_pat
 
 def test_a_missing_checkpoint_is_the_checkpoints_error(tmp_path):
     args = parse(["attention", "--checkpoint", str(tmp_path / "none"), "a sentence"])
-    with pytest.raises(CheckpointError, match="no checkpoint"):
+    with pytest.raises(ValueError, match="no such folder .*none: train a model there"):
+        args.run(args)
+    (tmp_path / "empty").mkdir()
+    args = parse(["attention", "--checkpoint", str(tmp_path / "empty"), "a sentence"])
+    with pytest.raises(CheckpointError, match="no checkpoint in .*empty: checkpoint.npz is missing"):
         args.run(args)

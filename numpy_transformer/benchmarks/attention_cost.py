@@ -147,7 +147,7 @@ def slope(ns, values, fit_from=FIT_FROM):
     return float(np.polyfit(x, y, 1)[0])
 
 
-def run(max_n=8192, out_dir="benchmark_results", log=print):
+def run(max_n=8192, out_dir="runs/benchmarks", log=print):
     """Measure every variant at every size, write the figure, table and JSON; return the results."""
     ns = sizes(max_n)
     results, started = {}, time.perf_counter()

@@ -51,7 +51,7 @@ def measure(n_layers, checkpointing, repeats=3):
     return peak - gradients, min(times)
 
 
-def run(layers=LAYERS, out_dir="benchmark_results", log=print, progress=None):
+def run(layers=LAYERS, out_dir="runs/benchmarks", log=print, progress=None):
     """Measure every depth both ways, print the table and the exponents, write the figure and
     the JSON; return the results. progress: shows the depths measured (`decoding.with_progress`)."""
     from numpy_transformer.decoding import with_progress

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from numpy_transformer.cli.common import add_model_cache_argument, add_threads_argument, add_weights_argument, \
-    non_negative_integer, utf8_lines
+    check_run_folder, non_negative_integer, utf8_lines
 
 
 def add_parser(commands):
@@ -35,7 +35,8 @@ def add_parser(commands):
     parser.add_argument("--target", help="the translation the decoder reads (default: the model's own; "
                                          "translation models only)")
     add_model_cache_argument(parser)
-    parser.add_argument("--out", default="attention", metavar="DIR", help="folder for the figures (default attention)")
+    parser.add_argument("--out", default="runs/attention", metavar="DIR",
+                        help="folder for the figures (default runs/attention)")
     parser.add_argument("--format", choices=("png", "svg"), default="png", help="figure format (default png)")
     parser.add_argument("--w", type=non_negative_integer, default=3, help="bandwidth of the structured approximation (default 3)")
     parser.add_argument("--num-pos", type=non_negative_integer, default=2, help="rare tokens of the approximation's Σ3 (default 2)")
@@ -71,6 +72,7 @@ def capture_checkpoint(name, sentence, target, cache_dir=None, weights="best"):
         model, tokenizer = load_pretrained(name, cache_dir)
         line = None
     else:
+        check_run_folder(name, ("translation", "lm", "mlm"))
         checkpoint = load_checkpoint(name, weights)
         line = checkpoint.weights_line(weights)
         if checkpoint.task == "translation":

@@ -40,6 +40,7 @@ from numpy_transformer.cli.common import (BLAS_THREAD_VARIABLES, add_quiet_argum
 
 MIN_N = 256                 # the first length of numpy_transformer.benchmarks.attention_cost.sizes
 MIN_LAYERS = 4              # the exponent of bench memory is fitted over L ≥ 2: two depths, 2 and 4
+BENCH_OUT = "runs/benchmarks"       # where bench attention, memory and precision write: runs/ holds every output
 
 
 def add_parser(commands):
@@ -54,8 +55,8 @@ def add_parser(commands):
         "attention", help="time and peak memory of every attention variant, forward + backward, n = 256 … max-n")
     attention.add_argument("--max-n", type=integer_at_least(MIN_N), default=8192,
                            help=f"the longest sequence, at least {MIN_N} (default 8192)")
-    attention.add_argument("--out", default="benchmark_results",
-                           help="folder for the table, figures and JSON (default benchmark_results)")
+    attention.add_argument("--out", default=BENCH_OUT,
+                           help=f"folder for the table, figures and JSON (default {BENCH_OUT})")
     _add_threads_argument(attention, "BLAS threads")
     attention.set_defaults(run=bench_attention_command)
     _add_train_step_command(benchmarks)
@@ -66,8 +67,7 @@ def add_parser(commands):
                        "gradient checkpointing, and the fitted growth exponents")
     memory.add_argument("--max-layers", type=integer_at_least(MIN_LAYERS), default=24,
                         help=f"the deepest model, at least {MIN_LAYERS} (default 24)")
-    memory.add_argument("--out", default="benchmark_results", help="folder for the figure and JSON "
-                                                                   "(default benchmark_results)")
+    memory.add_argument("--out", default=BENCH_OUT, help=f"folder for the figure and JSON (default {BENCH_OUT})")
     add_quiet_argument(memory, "over the depths, each measured with and without checkpointing")
     _add_threads_argument(memory, "BLAS threads")
     memory.set_defaults(run=bench_memory_command)
@@ -111,8 +111,7 @@ def _add_precision_command(benchmarks):
         "precision", help="a training step in float32 and in mixed precision: activation memory, peak and time")
     _add_configs_argument(parser, PRECISION_CONFIGS)
     parser.add_argument("--steps", type=positive_integer, default=5, help="timed steps of each (default 5)")
-    parser.add_argument("--out", default="benchmark_results", help="folder for the figure and JSON "
-                                                                   "(default benchmark_results)")
+    parser.add_argument("--out", default=BENCH_OUT, help=f"folder for the figure and JSON (default {BENCH_OUT})")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as JSON")
     add_quiet_argument(parser, "over the configurations, float32 beside mixed precision")
     _add_threads_argument(parser, "BLAS threads")

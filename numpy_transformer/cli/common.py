@@ -149,13 +149,33 @@ NEEDED_TOKENS = {"lm": ("bos_token", "eos_token"), "mlm": ("cls_token", "sep_tok
 TASK_COMMANDS = {"lm": "generate", "mlm": "fill-mask"}
 
 
+def training_command(folder, tasks=("translation",)):
+    """The `train` command that makes a model of the first of `tasks` in `folder`, the others
+    named after it: `numpy-transformer train --task lm --out runs/gpt`."""
+    flags = {"translation": "", "lm": "--task lm ", "mlm": "--task mlm "}
+    kinds = {"translation": "a translation model", "lm": "a GPT", "mlm": "a BERT"}
+    others = ", ".join(f"{flags[task].strip()} for {kinds[task]}" for task in tasks[1:])
+    return f"`numpy-transformer train {flags[tasks[0]]}--out {folder}`" + (f" ({others})" if others else "")
+
+
+def check_run_folder(folder, tasks=("translation",)):
+    """A ValueError in one line when --checkpoint `folder` does not exist: what to train there,
+    for the `tasks` the command reads (the first is the one suggested)."""
+    from pathlib import Path
+
+    if not Path(folder).exists():
+        raise ValueError(f"no such folder {folder}: train a model there with {training_command(folder, tasks)}")
+
+
 def load_model_of(directory, task, weights="best"):
     """The checkpoint in `directory` with its `weights` ("best" or "last"), which must hold a
     model of `task` ("translation", "lm" or "mlm"); a ValueError naming what it holds and what to
-    train otherwise. The command prints `checkpoint.weights_line(weights)` on standard error
-    once its input is known to be good (an error stays one line)."""
+    train otherwise (`check_run_folder` when the folder does not exist). The command prints
+    `checkpoint.weights_line(weights)` on standard error once its input is known to be good (an
+    error stays one line)."""
     from numpy_transformer.training.checkpoint import load_checkpoint
 
+    check_run_folder(directory, (task,))
     checkpoint = load_checkpoint(directory, weights)
     if checkpoint.task != task:
         raise ValueError(f"{directory} holds {MODEL_NAMES[checkpoint.task]} (task {checkpoint.task}); this command "

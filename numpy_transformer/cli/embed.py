@@ -39,7 +39,8 @@ def add_parser(commands):
     embed.add_argument("--file", type=Path, help="a UTF-8 text file, one text per line")
     embed.add_argument("--overwrite", action="store_true", help="let --out replace a file that exists")
     embed.add_argument("--out", type=Path, help=f"write the embeddings to this file, ending in "
-                                                f"{' or '.join(OUTPUT_FORMATS)}, instead of printing them")
+                                                f"{' or '.join(OUTPUT_FORMATS)}, instead of printing them (its "
+                                                f"folder created if missing)")
     task = embed.add_mutually_exclusive_group()
     task.add_argument("--similarity", action="store_true", help="print the cosine-similarity matrix of the texts")
     task.add_argument("--search", metavar="QUERY", help="print the texts closest to QUERY, best first")
@@ -72,9 +73,11 @@ def command(args):
     if queries and not queries[0].strip():
         raise ValueError("--search: the query is empty: give the words to look for")
     if not names_pretrained(args.checkpoint):
-        raise ValueError(f"{args.checkpoint} is not a Hugging Face model folder (no config.json) nor a Hub name: embed "
-                         f"reads a BERT-architecture encoder such as all-MiniLM-L6-v2 (config.json, model.safetensors, "
-                         f"tokenizer.json), not a run folder of train")
+        what = f"no such folder {args.checkpoint}" if not Path(args.checkpoint).exists() else \
+            f"{args.checkpoint} is not a Hugging Face model folder (no config.json) nor a Hub name"
+        raise ValueError(f"{what}: embed reads a BERT-architecture encoder such as "
+                         f"all-MiniLM-L6-v2 (a folder of config.json, model.safetensors and tokenizer.json, or a Hub "
+                         f"name: sentence-transformers/all-MiniLM-L6-v2), not a run folder of train")
     model, tokenizer, recipe = load_sentence_encoder(args.checkpoint, args.cache_dir)
     vectors = embed(model, tokenizer, texts + queries, recipe, args.batch_size,
                     lambda batches: progress_bar(batches, args.quiet))
@@ -128,11 +131,13 @@ def json_lines(texts, vectors):
 
 
 def write_embeddings(path, texts, vectors):
-    """The embeddings into `path` as a whole (`atomic_write`): .npy, or JSON lines."""
+    """The embeddings into `path` as a whole (`atomic_write`): .npy, or JSON lines; its folder
+    created if missing (runs/corpus.npy in a fresh clone)."""
     import numpy as np
 
     from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 
+    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".npy":
         atomic_write(path, lambda file: np.save(file, vectors))
     else:

@@ -8,7 +8,7 @@ The work is `numpy_transformer.training.evaluation` (`evaluate_checkpoint`); thi
 the arguments.
 """
 from numpy_transformer.cli.common import add_dataset_cache_argument, add_decoding_arguments, add_quiet_argument, \
-    add_threads_argument, add_weights_argument, non_negative_integer, progress_bars
+    add_threads_argument, add_weights_argument, check_run_folder, non_negative_integer, progress_bars
 
 
 def add_parser(commands):
@@ -34,6 +34,7 @@ def command(args):
     asked for (`numpy_transformer.training.evaluation.evaluate_checkpoint`)."""
     from numpy_transformer.training.evaluation import evaluate_checkpoint
 
+    check_run_folder(args.checkpoint, ("translation", "lm", "mlm"))
     evaluate_checkpoint(args.checkpoint, args.split, args.beam, args.length_penalty, args.samples, args.cache_dir,
                         progress=progress_bars(args.quiet), weights=args.weights)
     return 0

@@ -25,7 +25,7 @@ refused.
 """
 import sys
 
-from numpy_transformer.cli.common import add_threads_argument, add_weights_argument
+from numpy_transformer.cli.common import add_threads_argument, add_weights_argument, check_run_folder
 
 
 def add_parser(commands):
@@ -51,6 +51,7 @@ def command(args):
     from numpy_transformer.training.checkpoint import load_checkpoint
     from numpy_transformer.training.output_folder import OutputFolder
 
+    check_run_folder(args.checkpoint, ("lm",) if args.to == "hf" else ("translation", "lm"))
     checkpoint = load_checkpoint(args.checkpoint, args.weights)
     if checkpoint.task == "mlm" or (args.to == "hf" and checkpoint.task != "lm"):
         raise ValueError(f"{args.checkpoint} holds a {'masked language' if checkpoint.task == 'mlm' else 'translation'} "

@@ -3,8 +3,8 @@ layouts of the `torch.nn` models of `torch_reference.py`; and a decoder-only mod
 Face GPT-2 format (`save_gpt2`), which `transformers` loads and `pretrained.py` reads back.
 
     arrays = torch_state(model)                   # {torch name: array}
-    save_torch(model, "exported/")                # exported/model.safetensors + model.json
-    model = load_torch("exported/")               # the identity: the same weights back
+    save_torch(model, "runs/exported/")           # runs/exported/model.safetensors + model.json
+    model = load_torch("runs/exported/")          # the identity: the same weights back
 
 | here (ours: Linear weights (in, out))          | PyTorch (nn.Linear weights (out, in))              |
 |------------------------------------------------|----------------------------------------------------|

@@ -90,14 +90,32 @@ def check_tokenizer_fits(tokenizer, vocab_size, config_path):
                          f"{vocab_size} ids (vocab_size in {config_path}): the two files do not belong together")
 
 
-HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")      # gpt2, openai-community/gpt2
+RUNS_FOLDER = "runs"      # where train (runs/default) and the examples (runs/examples/NAME) write by default
 
 
 def names_pretrained(name):
     """True when `name` means a Hugging Face model: a folder holding its config.json, or no path
-    here but the shape of a Hub repository's name."""
+    here but the shape of a Hub repository's name (`looks_like_hub_name`)."""
     path = Path(name)
-    return (path / CONFIG_FILE).is_file() or (not path.exists() and bool(HUB_NAME.match(str(name))))
+    return (path / CONFIG_FILE).is_file() or (not path.exists() and looks_like_hub_name(name))
+
+
+def looks_like_hub_name(name):
+    """Whether `name` has the shape of a Hub repository's name, `gpt2` or `owner/name`, as
+    huggingface_hub's `validate_repo_id` accepts it (letters, digits, `-`, `_` and `.`, at most
+    one slash, no leading or trailing `.` or `-`, no `--` or `..`, at most 96 characters a part:
+    so no `./`, `../`, `/` or `~` in front), and whose owner is no folder here nor `runs/`, this
+    project's folder of runs: `runs/default` before training, or `data/run` beside a folder
+    `data/`, is a local folder that is missing, never a Hub model."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    name = str(name)
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    owner = name.partition("/")[0] if "/" in name else None
+    return owner is None or (owner != RUNS_FOLDER and not Path(owner).exists())
 
 
 def load_hugging_face(folder, dtype="float32"):
