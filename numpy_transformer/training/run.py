@@ -46,8 +46,8 @@ class Run:
                  report=print, processes=1):
         self.folder, self.data, self.model, self.optimizer, self.configs = folder, data, model, optimizer, configs
         self.directory = folder.directory
-        if folder.stale_lock_taken is not None and report is not None:
-            report(f"note: took over the lock of process {folder.stale_lock_taken}, which no longer runs")
+        if folder.lock_note is not None and report is not None:
+            report(folder.lock_note)
         self.log = MetricsLog(self.directory / LOG_FILE)
         self.objective = make_objective(configs["data"].task, data.tokenizers, configs["training"].seed)
         self.trainer = Trainer(model, optimizer, data.train, configs["training"], data_rng, data.validation, self.log,

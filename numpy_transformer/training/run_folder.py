@@ -1,7 +1,7 @@
 """A run's folder: which files in it the project wrote, and which process writes to it now.
 
     DIR/.numpy-transformer-run.json    the manifest: the names of the files a run writes there
-    DIR/.numpy-transformer-run.lock    while a run writes there: its process id and host
+    DIR/.numpy-transformer-run.lock    while a run writes there: its process id, host and start time
 
 A new run goes only into a folder that is empty, missing, or made by an earlier run (it has a
 manifest); `--overwrite` then removes the files the manifest names, never anything else, and
@@ -11,19 +11,23 @@ it writes beside them only when none has a name the run would write.
 No file of the run is written through a symbolic link: a link in the folder where the run
 would write (left there, or planted) is refused, and the file it points to is left alone.
 
-The lock file is created with O_CREAT | O_EXCL, which the file system makes atomic: of two runs
-started on one folder, exactly one creates it, and the other is refused with the holder's
-process id. A lock left by a process that no longer runs on this host (killed with kill -9)
-is stale: it is taken over, and the run says so. Taking it over moves it aside by a rename and
-checks what was moved, so that two runs taking over one stale lock at once cannot both win.
+The lock (`locks.py`) records the process id, host and start time of its run and is put in
+place whole by one atomic link: of runs started on one folder at once, exactly one takes it,
+and the others are refused with the holder's process id. A lock whose process no longer runs
+(killed with kill -9, or its process id now another program's), or that holds no lock at all
+(empty, not JSON, a bad process id), is taken over, and the run says so in one line.
+
+A run killed before its first checkpoint leaves a folder with a manifest and no checkpoint:
+the same `train` command starts it again there (its files, and the temporaries of the files it
+was writing, `.NAME.tmp`, are removed first).
 """
 import json
 import os
-import socket
-import time
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import atomic_write_text
+from numpy_transformer.training.locks import check_lock as _check_lock, is_lock_leftover, release_lock, \
+    remove_lock_leftovers, take_lock as _take_lock
 
 MANIFEST, LOCK = ".numpy-transformer-run.json", ".numpy-transformer-run.lock"
 
@@ -39,7 +43,7 @@ class RunFolder:
         """directory: the run's folder; names: the files a run writes there."""
         self.directory, self.names = _checked_directory(directory), sorted(names)
         self.created = False                    # whether `claim` made the folder
-        self.stale_lock_taken = None            # the process id of a dead holder whose lock was taken over
+        self.lock_note = None                   # the note on a stale or damaged lock taken over, or None
 
     def claim(self, new=False, overwrite=False):
         """Lock the folder for this process and write the manifest. new: a new run, which needs
@@ -55,10 +59,14 @@ class RunFolder:
             self.check_no_links()
             self._check_no_unlisted_files()
         self._lock()
-        if new:
-            self._remove_written()
-        atomic_write_text(self.directory / MANIFEST,
-                          json.dumps({"written_by": "numpy-transformer", "files": self.names}, indent=2) + "\n")
+        try:
+            if new:
+                self._remove_written()
+            atomic_write_text(self.directory / MANIFEST,
+                              json.dumps({"written_by": "numpy-transformer", "files": self.names}, indent=2) + "\n")
+        except BaseException:
+            self.release()
+            raise
         return self
 
     def release(self):
@@ -83,8 +91,8 @@ class RunFolder:
                                  f"choose a folder you can write to with --out")
         self._check_not_in_use()
         self.check_no_links()
-        present = sorted(p.name for p in self.directory.iterdir() if p.name != LOCK)
         written = set(_read_manifest(self.directory))
+        present = sorted(p.name for p in self.directory.iterdir() if not self._is_own_leftover(p.name, written))
         foreign = [name for name in present if name not in written and name != MANIFEST]
         if (self.directory / MANIFEST).exists() and "checkpoint.npz" in present and not overwrite:
             raise RunFolderError(f"{self.directory} already holds a trained model: to train another model, give a new "
@@ -100,7 +108,7 @@ class RunFolder:
                                  f"with --out, or pass --overwrite to write the run beside those files")
 
     def _lock(self):
-        self.stale_lock_taken = take_lock(self.directory / LOCK, self._in_use_message)
+        self.lock_note = take_lock(self.directory / LOCK, self._in_use_message)
 
     def _check_not_in_use(self):
         """A RunFolderError if a live process holds the lock; else the stale holder's pid (or None)."""
@@ -130,62 +138,22 @@ class RunFolder:
             raise RunFolderError(f"{self.directory / unlisted[0]} is not a file of this run ({MANIFEST} does not list "
                                  f"it), and the resumed run would replace it: move it, then resume")
 
+    def _is_own_leftover(self, name, written):
+        """Whether `name` is the lock, one of its temporaries, or the temporary of a file a run
+        writes here (`.checkpoint.npz.tmp`, left by a run killed while writing it)."""
+        own = {*self.names, *written, MANIFEST}
+        return name == LOCK or is_lock_leftover(name, LOCK) or \
+            (name.startswith(".") and name.endswith(".tmp") and name[1:-4] in own)
+
     def _remove_written(self):
-        """Remove the files an earlier run wrote (the manifest's names): regular files only."""
-        for name in _read_manifest(self.directory):
+        """Remove the files an earlier run wrote (the manifest's names) and the temporaries a run
+        killed while writing left (`.NAME.tmp`): regular files only."""
+        written = _read_manifest(self.directory)
+        for name in [*written, *(f".{name}.tmp" for name in {*self.names, *written, MANIFEST})]:
             path = self.directory / name
             if path.is_file() and not path.is_symlink():
                 path.unlink()
-
-def take_lock(path, in_use_message):
-    """Create the lock file `path` (O_CREAT | O_EXCL: of two processes, one creates it) holding
-    this process's id and host. A live holder is a RunFolderError, `in_use_message(holder)`; a
-    dead one's lock is taken over. Returns the dead holder's process id, or None."""
-    record = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-    stale = None
-    for _ in range(3):
-        try:
-            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
-        except FileExistsError:
-            stale = check_lock(path, in_use_message)
-            remove_stale_lock(path)
-            continue
-        with os.fdopen(descriptor, "w") as file:
-            file.write(record)
-        return stale
-    raise RunFolderError(f"could not take the lock {path}")
-
-
-def check_lock(path, in_use_message):
-    """A RunFolderError if a live process holds the lock `path`; else the stale holder's pid (or None)."""
-    if not path.exists():
-        return None
-    holder = _read_lock(path)
-    if _is_alive(holder, path):
-        raise RunFolderError(in_use_message(holder))
-    return None if holder.get("pid") == os.getpid() else holder.get("pid")
-
-
-def release_lock(path):
-    """Remove the lock file `path`, if it is still this process's."""
-    if _read_lock(path).get("pid") == os.getpid():
-        path.unlink(missing_ok=True)
-
-
-def remove_stale_lock(path):
-    """Move the stale lock aside (a rename: of two runs taking it over at once, one moves it)
-    and delete it, unless it is no longer the stale one: then another run has just taken the
-    folder, and its lock goes back in place for the next attempt to find."""
-    aside = path.with_name(f"{path.name}.{os.getpid()}")
-    try:
-        os.rename(path, aside)
-    except FileNotFoundError:
-        return                                # another run moved it first
-    if _is_alive(_read_lock(aside), aside):
-        os.rename(aside, path)
-    else:
-        aside.unlink(missing_ok=True)
-
+        remove_lock_leftovers(self.directory, LOCK)
 
 def _checked_directory(directory):
     if str(directory) == "":
@@ -206,35 +174,11 @@ def _read_manifest(directory):
     return [name for name in files if isinstance(name, str) and "/" not in name] if isinstance(files, list) else []
 
 
-def _read_lock(path):
-    try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
+def take_lock(path, in_use_message):
+    """`locks.take_lock`, a live holder a RunFolderError."""
+    return _take_lock(path, in_use_message, RunFolderError)
 
 
-def _is_alive(holder, path):
-    """Whether the process that wrote a lock still runs. A lock from another host counts as
-    alive, and so does one that cannot be read yet (being written) unless it is a minute old."""
-    pid = holder.get("pid")
-    if not isinstance(pid, int):
-        return _age_in_seconds(path) < 60
-    if holder.get("host") != socket.gethostname():
-        return True
-    if pid == os.getpid():
-        return False                    # this process's own lock, left by a Run object not closed
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _age_in_seconds(path):
-    try:
-        return time.time() - Path(path).stat().st_mtime
-    except OSError:
-        return 0.0
+def check_lock(path, in_use_message):
+    """`locks.check_lock`, a live holder a RunFolderError."""
+    return _check_lock(path, in_use_message, RunFolderError)
