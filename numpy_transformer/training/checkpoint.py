@@ -43,6 +43,7 @@ from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 from numpy_transformer.training.bounded_archive import read_npz
 from numpy_transformer.memory_budget import check_fits, model_memory
+from numpy_transformer.training.run_folder import MANIFEST as RUN_MANIFEST
 from numpy_transformer.training.settings import MODELS, DataConfig, TrainingConfig
 
 ARCHIVE, BEST_ARCHIVE = "checkpoint.npz", "checkpoint_best.npz"
@@ -209,6 +210,10 @@ def _check_complete(directory):
     if not directory.is_dir():
         raise CheckpointError(f"no checkpoint at {directory}: the folder does not exist "
                               f"(train a model there with: numpy-transformer train --out {directory})")
+    if not (directory / ARCHIVE).is_file() and (directory / RUN_MANIFEST).is_file():
+        raise CheckpointError(f"no checkpoint in {directory}: the run there stopped before its first checkpoint "
+                              f"({ARCHIVE} is missing); start it again with the same numpy-transformer train command "
+                              f"(--out {directory}, without --resume)")
     if not (directory / ARCHIVE).is_file():
         raise CheckpointError(f"no checkpoint in {directory}: {ARCHIVE} is missing (training has not saved one "
                               f"there; train with: numpy-transformer train --out {directory})")
