@@ -28,7 +28,6 @@ stays). Only between the two renames is the target missing; a crash there leaves
 output whole under its aside name, which the next command on the target removes with any other
 leftover of its own.
 """
-import hashlib
 import json
 import os
 import re
@@ -38,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import atomic_write_text, fsync_directory
-from numpy_transformer.training.checkpoint import ARCHIVE
+from numpy_transformer.training.checkpoint import ARCHIVE, check_digests, file_sha256
 from numpy_transformer.training.locks import remove_lock_leftovers
 from numpy_transformer.training.run_folder import MANIFEST as RUN_MANIFEST, RunFolderError, check_lock, release_lock, \
     take_lock
@@ -169,23 +168,12 @@ def check_whole(folder, command):
     record = read_manifest(folder)
     if record.get("command") != command:
         return
-    for name, digest in record["files"].items():
-        path = folder / name
-        if not _is_plain_file(path):
-            raise ValueError(f"{path} is missing, though {folder / OUTPUT_MANIFEST} lists it: the folder is "
-                             f"incomplete; {command} it again")
-        if file_sha256(path) != digest:
-            raise ValueError(f"{path} does not belong with the other files of {folder}: its SHA-256 differs from "
-                             f"the one {OUTPUT_MANIFEST} records (changed, or copied from another {command}); "
-                             f"{command} it again")
-
-
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    check_digests(folder, record["files"], ValueError,
+                  lambda path, name: f"{path} is missing, though {folder / OUTPUT_MANIFEST} lists it: the folder is "
+                                     f"incomplete; {command} it again",
+                  lambda path, name: f"{path} does not belong with the other files of {folder}: its SHA-256 differs "
+                                     f"from the one {OUTPUT_MANIFEST} records (changed, or copied from another "
+                                     f"{command}); {command} it again")
 
 
 def _remove_own_files(folder):

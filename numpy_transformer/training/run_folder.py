@@ -1,12 +1,21 @@
 """A run's folder: which files in it the project wrote, and which process writes to it now.
 
-    DIR/.numpy-transformer-run.json    the manifest: the names of the files a run writes there
+    DIR/.numpy-transformer-run.json    the manifest: the names of the files a run writes there, the
+                                       run's id and the SHA-256 of its parts
     DIR/.numpy-transformer-run.lock    while a run writes there: its process id, host and start time
 
 A new run goes only into a folder that is empty, missing, or made by an earlier run (it has a
 manifest); `--overwrite` then removes the files the manifest names, never anything else, and
 never a folder. In a folder of the user's own files a run is refused, and with `--overwrite`
 it writes beside them only when none has a name the run would write.
+
+The manifest of a run begun by this version also records the run's id and the SHA-256 of its
+parts that never change while it trains (the tokenizers, model.json, data.json, and the weights'
+names and shapes); both checkpoints record the run id. Every command that loads the folder
+checks them (`checkpoint.load_checkpoint`): a tokenizer or a checkpoint taken from another run
+is refused, naming the file. A folder holding an export or a Hugging Face model (its manifest,
+model.safetensors or pytorch_model.bin) is refused, with or without `--overwrite`: a run beside
+it would leave two models in one folder.
 
 No file of the run is written through a symbolic link: a link in the folder where the run
 would write (left there, or planted) is refused, and the file it points to is left alone.
@@ -23,6 +32,7 @@ was writing, `.NAME.tmp`, are removed first).
 """
 import json
 import os
+import uuid
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import atomic_write_text
@@ -30,6 +40,9 @@ from numpy_transformer.training.locks import check_lock as _check_lock, is_lock_
     remove_lock_leftovers, take_lock as _take_lock
 
 MANIFEST, LOCK = ".numpy-transformer-run.json", ".numpy-transformer-run.lock"
+# the files of a model that is not a run: `export`'s manifest, and a Hugging Face model's weights
+MODEL_FILES = {".numpy-transformer-output.json", "model.safetensors", "pytorch_model.bin"}
+MAX_MANIFEST_BYTES = 1 << 20
 
 
 class RunFolderError(ValueError):
@@ -44,11 +57,14 @@ class RunFolder:
         self.directory, self.names = _checked_directory(directory), sorted(names)
         self.created = False                    # whether `claim` made the folder
         self.lock_note = None                   # the note on a stale or damaged lock taken over, or None
+        self.run_id = None                      # the manifest's run id (None: a run of an older version)
 
-    def claim(self, new=False, overwrite=False):
+    def claim(self, new=False, overwrite=False, parts=None):
         """Lock the folder for this process and write the manifest. new: a new run, which needs
         a folder it may fill (`check_new`), made here if missing; the files of an earlier run
-        (which `check_new` allows only with `overwrite` once it holds a checkpoint) are removed."""
+        (which `check_new` allows only with `overwrite` once it holds a checkpoint) are removed.
+        parts: a new run's fingerprints ({file name or "weights": SHA-256}, `checkpoint.run_parts`),
+        recorded with a new run id; a resumed run keeps those its manifest holds."""
         if new:
             self.check_new(overwrite)
             self.created = not self.directory.exists()
@@ -62,8 +78,13 @@ class RunFolder:
         try:
             if new:
                 self._remove_written()
-            atomic_write_text(self.directory / MANIFEST,
-                              json.dumps({"written_by": "numpy-transformer", "files": self.names}, indent=2) + "\n")
+                record = {"run": uuid.uuid4().hex, "parts": parts} if parts is not None else {}
+            else:
+                record = {key: value for key, value in read_manifest_record(self.directory).items()
+                          if key in ("run", "parts")}
+            self.run_id = record.get("run")
+            atomic_write_text(self.directory / MANIFEST, json.dumps(
+                {"written_by": "numpy-transformer", "files": self.names, **record}, indent=2) + "\n")
         except BaseException:
             self.release()
             raise
@@ -94,6 +115,11 @@ class RunFolder:
         written = set(_read_manifest(self.directory))
         present = sorted(p.name for p in self.directory.iterdir() if not self._is_own_leftover(p.name, written))
         foreign = [name for name in present if name not in written and name != MANIFEST]
+        model_files = sorted(set(present) & MODEL_FILES)
+        if model_files:
+            raise RunFolderError(f"{self.directory} holds {', '.join(model_files)}: an export or a Hugging Face "
+                                 f"model is there, and a run beside it would leave two models in one folder (each "
+                                 f"command reading one of them); choose another folder with --out")
         if (self.directory / MANIFEST).exists() and "checkpoint.npz" in present and not overwrite:
             raise RunFolderError(f"{self.directory} already holds a trained model: to train another model, give a new "
                                  f"folder with --out NEW; to continue this one, --resume; to replace it, --overwrite")
@@ -164,13 +190,21 @@ def _checked_directory(directory):
     return directory
 
 
+def read_manifest_record(directory):
+    """The manifest of `directory` as a dict ({} without a readable one, or one of more than
+    MAX_MANIFEST_BYTES)."""
+    try:
+        with open(Path(directory) / MANIFEST, "rb") as file:
+            data = file.read(MAX_MANIFEST_BYTES + 1)
+        record = json.loads(data.decode("utf-8")) if len(data) <= MAX_MANIFEST_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 def _read_manifest(directory):
     """The file names the manifest of `directory` lists ([] without a readable manifest)."""
-    try:
-        record = json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    files = record.get("files") if isinstance(record, dict) else None
+    files = read_manifest_record(directory).get("files")
     return [name for name in files if isinstance(name, str) and "/" not in name] if isinstance(files, list) else []
 
 
