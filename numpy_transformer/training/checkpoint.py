@@ -26,8 +26,17 @@ ones, which `Checkpoint.weights_line` notes, for a run folder without them: one 
 version, or not validated yet); `weights="last"`, the default, the weights `--resume` continues.
 
 Loading checks everything and turns any problem (a missing folder or file, a truncated archive,
-bad JSON, weights that do not fit the configuration) into one `CheckpointError` whose message
-says what is wrong and where.
+bad JSON, weights that do not fit the configuration, a part of another run) into one
+`CheckpointError` whose message says what is wrong and where.
+
+Parts that belong together. The manifest of a run begun by this version
+(`.numpy-transformer-run.json`, training/run_folder.py) records the run's id and the SHA-256
+of the parts that never change while it trains (`run_parts`: model.json, data.json, the
+tokenizers, and the weights' names and shapes); both archives' "state" records the run id.
+Loading refuses a file whose SHA-256, or an archive whose run id, is not the manifest's: a
+tokenizer of another run with the same vocabulary size, or a checkpoint of another run with the
+same shapes, would otherwise load. A folder whose manifest records none (an older version's)
+is not checked.
 """
 import dataclasses
 import functools
