@@ -148,6 +148,8 @@ def test_a_full_disk_at_the_start_leaves_no_lock_and_the_next_call_works(tmp_pat
     leftovers = [p.name for p in [*tmp_path.iterdir(), *(folder.iterdir() if folder.exists() else [])]
                  if "lock" in p.name]
     assert leftovers == []
+    if command == "train":
+        assert not folder.exists()                          # the folder it made is removed again
     monkeypatch.undo()
     status, _, err = run_main(arguments)
     assert status == 0, err

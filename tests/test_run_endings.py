@@ -60,6 +60,7 @@ def test_a_run_killed_while_writing_its_first_checkpoint_is_started_again_by_the
     # ... and that command works: the dead run's lock, files and temporaries are replaced
     status, _, err = run_main(["train", "--out", folder, *TINY_RUN])
     assert status == 0, err
+    assert "note: took over the lock of process" in err and "which no longer runs" in err     # --quiet too
     assert temporaries(folder) == [] and not (folder / LOCK).exists()
     assert load_checkpoint(folder).step == 5 and (folder / "metrics.json").is_file()
 

@@ -213,6 +213,8 @@ def train_command(args):
             if given_out:
                 raise
             raise RunFolderError(f"{error} (--out was not given: a run goes to {DEFAULT_OUT} by default)") from None
+    if report is None and run.folder.lock_note is not None:      # else Run reports it
+        print(run.folder.lock_note, file=sys.stderr)
     with run:                                   # the folder stays locked until the metrics are written
         return train_and_evaluate(run, args, started)
 

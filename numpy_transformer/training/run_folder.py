@@ -74,7 +74,11 @@ class RunFolder:
         else:
             self.check_no_links()
             self._check_no_unlisted_files()
-        self._lock()
+        try:
+            self._lock()
+        except BaseException:
+            self._remove_if_made()
+            raise
         try:
             if new:
                 self._remove_written()
@@ -87,8 +91,14 @@ class RunFolder:
                 {"written_by": "numpy-transformer", "files": self.names, **record}, indent=2) + "\n")
         except BaseException:
             self.release()
+            self._remove_if_made()
             raise
         return self
+
+    def _remove_if_made(self):
+        """Remove the folder if `claim` made it and nothing is in it."""
+        if self.created and self.directory.is_dir() and not any(self.directory.iterdir()):
+            self.directory.rmdir()
 
     def release(self):
         """Remove the lock, if it is still this process's."""
@@ -100,8 +110,7 @@ class RunFolder:
         self._remove_written()
         (self.directory / MANIFEST).unlink(missing_ok=True)
         self.release()
-        if self.created and not any(self.directory.iterdir()):
-            self.directory.rmdir()
+        self._remove_if_made()
 
     def check_new(self, overwrite=False):
         """A RunFolderError unless a new run may write here (the module docstring says when)."""
