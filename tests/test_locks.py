@@ -224,3 +224,27 @@ def test_check_lock_without_a_lock_or_with_ones_own_is_none(tmp_path):
     assert check_lock(path, held) is None
     take_lock(path, held)
     assert check_lock(path, held) is None
+
+
+def test_a_file_system_without_hard_links_gets_a_whole_lock_too(tmp_path, monkeypatch):
+    def no_links(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(locks.os, "link", no_links)
+    path = tmp_path / "lock"
+    assert take_lock(path, held) is None
+    assert read_lock(path)[0]["pid"] == os.getpid() and [p.name for p in tmp_path.iterdir()] == ["lock"]
+    with pytest.raises(FileExistsError):
+        locks._create(path, "{}")                           # a second creation still fails
+    assert [p.name for p in tmp_path.iterdir()] == ["lock"]
+
+
+def test_export_takes_over_a_garbage_lock_beside_its_target_and_says_so(tmp_path):
+    run = tmp_path / "run"
+    assert run_main(["train", "--out", run, *TINY_RUN])[0] == 0
+    lock = tmp_path / ".exported.numpy-transformer.lock"
+    lock.write_text('{"pid": -5}')
+    status, _, err = run_main(["export", "--checkpoint", run, "--to", "torch", tmp_path / "exported"])
+    assert status == 0, err
+    assert f"note: took over the lock {lock}: it is not a lock of numpy-transformer" in err
+    assert not lock.exists() and (tmp_path / "exported" / "model.safetensors").is_file()
