@@ -248,3 +248,21 @@ def test_export_takes_over_a_garbage_lock_beside_its_target_and_says_so(tmp_path
     assert status == 0, err
     assert f"note: took over the lock {lock}: it is not a lock of numpy-transformer" in err
     assert not lock.exists() and (tmp_path / "exported" / "model.safetensors").is_file()
+
+
+def test_a_link_is_taken_over_and_a_folder_or_pipe_refused_untouched(tmp_path):
+    target = tmp_path / "users-file"
+    target.write_text('{"pid": 1, "host": "%s"}' % HOST)
+    path = tmp_path / "lock"
+    path.symlink_to(target)
+    assert "symbolic link" in take_lock(path, held)
+    assert not path.is_symlink() and target.read_text() == '{"pid": 1, "host": "%s"}' % HOST
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(locks.NotALockFile, match="is not a lock file"):
+        take_lock(path, held)
+    assert path.is_dir()
+    path.rmdir()
+    os.mkfifo(path)
+    with pytest.raises(locks.NotALockFile, match="is not a lock file"):     # never blocks on the pipe
+        take_lock(path, held)

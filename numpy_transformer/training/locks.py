@@ -19,7 +19,9 @@ A lock is taken over, with a one-line note saying why, when
 - it holds no lock at all: empty, not JSON, a list, a process id that is not a positive integer,
   no host (left by an older version stopped while writing it, or by someone else).
 A lock of a live process refuses the second command, naming the process; so does one of
-another host, whose processes cannot be seen from here.
+another host, whose processes cannot be seen from here. A symbolic link in the lock's place is
+taken over (the link is removed, what it points to is never read nor touched); a folder, a pipe
+or a device there is refused in one line and left alone.
 
 Taking over moves the old lock aside by a rename and checks what was moved, so that two
 processes taking over one stale lock at once cannot both win.
@@ -30,6 +32,7 @@ import os
 import re
 import secrets
 import socket
+import stat
 from pathlib import Path
 
 MAX_LOCK_BYTES = 4096           # a lock is a line of JSON; more is not a lock
@@ -39,6 +42,10 @@ NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, err
 
 class LockHeld(ValueError):
     """A lock held by a live process (or one on another host); the message says whose."""
+
+
+class NotALockFile(ValueError):
+    """A folder, a pipe or a device where a lock file should be: never read nor removed."""
 
 
 def own_record():
@@ -110,12 +117,23 @@ def read_lock(path):
     """(record, None) for a lock, (None, why it is not a lock) for a file that is not one, and
     (None, None) when there is no file."""
     try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_LOCK_BYTES + 1)
+        if Path(path).is_symlink():
+            return None, "it is a symbolic link, not a lock file"
+        descriptor = os.open(path, os.O_RDONLY | NO_FOLLOW | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None, None
     except OSError as error:
         return None, f"it cannot be read ({error.strerror or error})"
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise NotALockFile(f"{path} is not a lock file (a folder, a pipe or a device): numpy-transformer "
+                               f"neither reads nor removes it; remove it yourself, then try again")
+        with os.fdopen(descriptor, "rb", closefd=False) as file:
+            data = file.read(MAX_LOCK_BYTES + 1)
+    except OSError as error:
+        return None, f"it cannot be read ({error.strerror or error})"
+    finally:
+        os.close(descriptor)
     if not data.strip():
         return None, "it is empty (a command stopped while writing it, or a full disk)"
     if len(data) > MAX_LOCK_BYTES:
