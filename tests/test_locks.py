@@ -175,17 +175,25 @@ def test_a_run_refuses_a_folder_a_live_process_holds(tmp_path, sleeper):
         Run.new(folder, *tiny_configs())
 
 
-def test_taking_over_a_stale_lock_puts_back_a_lock_a_live_process_took_meanwhile(tmp_path, sleeper):
-    """The race of two processes taking over one stale lock: if the lock moved aside is no longer
-    the stale one but a live process's, it goes back in place."""
+def test_removing_a_stale_lock_leaves_a_live_one_and_a_guard_held_by_another(tmp_path, sleeper):
+    """The race of processes taking over one stale lock: the one holding the takeover guard reads
+    the lock again and removes it only if it is still stale; another finds the guard taken."""
     path = tmp_path / "lock"
     record = json.dumps({"pid": sleeper.pid, "host": HOST})
     path.write_text(record)
     remove_stale_lock(path)
     assert path.read_text() == record and [p.name for p in tmp_path.iterdir()] == ["lock"]
+    guard = tmp_path / "lock.takeover"
+    guard.write_text(record)                                # a live process takes over a stale lock now
+    stale = json.dumps({"pid": dead_pid(), "host": HOST})
+    path.write_text(stale)
+    remove_stale_lock(path)                                 # left to it
+    assert path.read_text() == stale and guard.read_text() == record
     sleeper.kill()
     sleeper.wait()
-    remove_stale_lock(path)                                 # now its process is gone: removed
+    remove_stale_lock(path)                                 # the guard's process is gone: the guard goes
+    assert path.exists() and not guard.exists()
+    remove_stale_lock(path)                                 # now the stale lock goes
     assert list(tmp_path.iterdir()) == []
 
 
@@ -266,3 +274,26 @@ def test_a_link_is_taken_over_and_a_folder_or_pipe_refused_untouched(tmp_path):
     os.mkfifo(path)
     with pytest.raises(locks.NotALockFile, match="is not a lock file"):     # never blocks on the pipe
         take_lock(path, held)
+
+
+def test_eight_simultaneous_trains_on_a_folder_with_an_empty_lock_have_one_winner(tmp_path):
+    """Eight `train` commands started at once on one --out, whose lock a full disk left empty (an
+    older version's): exactly one trains, the seven others are refused in one line each."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / LOCK).write_text("")
+    command = [sys.executable, "-m", "numpy_transformer.cli", "train", "--out", str(folder), *TINY_RUN]
+    environment = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=environment) for _ in range(8)]
+    results = [(process.wait(timeout=300), process.stderr.read()) for process in processes]
+    for process in processes:
+        process.stdout.close()
+        process.stderr.close()
+    assert sorted(status for status, _ in results) == [0] + [1] * 7, results
+    for status, err in results:
+        if status == 1:
+            assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+            assert "in use by another run (process " in err or "already holds a trained model" in err, err
+            assert "process None" not in err
+    assert not (folder / LOCK).exists() and [p.name for p in folder.iterdir() if "lock" in p.name] == []

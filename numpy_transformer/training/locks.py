@@ -23,8 +23,10 @@ another host, whose processes cannot be seen from here. A symbolic link in the l
 taken over (the link is removed, what it points to is never read nor touched); a folder, a pipe
 or a device there is refused in one line and left alone.
 
-Taking over moves the old lock aside by a rename and checks what was moved, so that two
-processes taking over one stale lock at once cannot both win.
+Taking over happens under a guard, `LOCK.takeover`, created as a lock is: its holder reads the
+lock again and removes it only if it is still stale, so that of processes taking over one stale
+lock at once exactly one wins (a rename aside and back could put back a lock over one a third
+process had just taken).
 """
 import errno
 import json
@@ -33,9 +35,11 @@ import re
 import secrets
 import socket
 import stat
+import time
 from pathlib import Path
 
 MAX_LOCK_BYTES = 4096           # a lock is a line of JSON; more is not a lock
+GUARD, ATTEMPTS = ".takeover", 200                # the guard of a takeover; tries to take a lock
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV}
 
@@ -61,7 +65,7 @@ def take_lock(path, in_use_message, error=LockHeld):
     path = Path(path)
     record = json.dumps(own_record())
     note = None
-    for _ in range(5):
+    for _ in range(ATTEMPTS):
         try:
             _create(path, record)
         except FileExistsError:
@@ -97,20 +101,28 @@ def release_lock(path):
 
 
 def remove_stale_lock(path):
-    """Move the stale lock aside (a rename: of two processes taking it over at once, one moves it)
-    and delete it, unless it is no longer the stale one: then another process has just taken the
-    lock, and its lock goes back in place for the next attempt to find."""
+    """Remove the lock `path` if it is still stale (or not a lock), holding the takeover guard
+    `PATH.takeover` meanwhile (created as a lock is): of processes taking over one stale lock at
+    once, one removes it and the others find the guard taken, or the lock gone or live again, and
+    try again. A guard whose process is gone (killed while it held it) is removed."""
     path = Path(path)
-    aside = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.aside")
+    guard = path.with_name(f"{path.name}{GUARD}")
     try:
-        os.rename(path, aside)
-    except FileNotFoundError:
-        return                                          # another process moved it first
-    holder, _ = read_lock(aside)
-    if holder is not None and stale_reason(holder) is None and holder["pid"] != os.getpid():
-        os.rename(aside, path)
-    else:
-        aside.unlink(missing_ok=True)
+        _create(guard, json.dumps(own_record()))
+    except FileExistsError:
+        holder, _ = read_lock(guard)
+        if holder is None or (holder["pid"] != os.getpid() and stale_reason(holder) is not None):
+            guard.unlink(missing_ok=True)
+        else:
+            time.sleep(0.01)                            # another process is taking it over
+        return
+    try:
+        holder, problem = read_lock(path)
+        if problem is not None or (holder is not None and (holder["pid"] == os.getpid()
+                                                           or stale_reason(holder) is not None)):
+            path.unlink(missing_ok=True)
+    finally:
+        guard.unlink(missing_ok=True)
 
 
 def read_lock(path):
@@ -195,20 +207,22 @@ def boot_id():
         return None
 
 
-LEFTOVER = re.compile(r"\.(\d+)-[0-9a-f]{8}\.(new|aside)")
+LEFTOVER = re.compile(r"\.(\d+)-[0-9a-f]{8}\.new")
 
 
 def is_lock_leftover(name, lock_name):
-    """Whether `name` is a temporary of the lock `lock_name` (`take_lock`, `remove_stale_lock`)."""
-    return name.startswith(lock_name) and LEFTOVER.fullmatch(name[len(lock_name):]) is not None
+    """Whether `name` is a temporary of the lock `lock_name` (`take_lock`) or its takeover guard."""
+    return name.startswith(lock_name) and (name[len(lock_name):] == GUARD
+                                           or LEFTOVER.fullmatch(name[len(lock_name):]) is not None)
 
 
 def remove_lock_leftovers(folder, lock_name):
     """Remove the lock's temporaries in `folder` whose process no longer runs (a kill -9 between
     writing the temporary and removing it)."""
     for entry in Path(folder).iterdir():
-        if is_lock_leftover(entry.name, lock_name) and entry.is_file() and not entry.is_symlink():
-            pid = int(LEFTOVER.fullmatch(entry.name[len(lock_name):])[1])
+        found = LEFTOVER.fullmatch(entry.name[len(lock_name):]) if entry.name.startswith(lock_name) else None
+        if found and entry.is_file() and not entry.is_symlink():
+            pid = int(found[1])
             if pid != os.getpid() and stale_reason({"pid": pid, "host": socket.gethostname()}) is not None:
                 entry.unlink(missing_ok=True)
 
