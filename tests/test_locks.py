@@ -271,6 +271,8 @@ def test_a_link_is_taken_over_and_a_folder_or_pipe_refused_untouched(tmp_path):
         take_lock(path, held)
     assert path.is_dir()
     path.rmdir()
+    if not hasattr(os, "mkfifo"):
+        return
     os.mkfifo(path)
     with pytest.raises(locks.NotALockFile, match="is not a lock file"):     # never blocks on the pipe
         take_lock(path, held)

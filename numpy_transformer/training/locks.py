@@ -239,7 +239,7 @@ def _create(path, record):
         finally:
             os.close(descriptor)
         try:
-            os.link(temporary, path, follow_symlinks=False)
+            os.link(temporary, path)
         except FileExistsError:
             raise
         except OSError as error:
