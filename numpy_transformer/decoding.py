@@ -198,7 +198,13 @@ def with_progress(progress, iterable, **options):
     return iterable if progress is None else progress(iterable, **options)
 
 
-def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):
+def _steps(progress, limits, what):
+    """The decoding steps 0 … max(limits) − 1, through `progress` (a bar of tokens, which stops
+    where the decoding does: the loop leaves it early once every sentence has ended)."""
+    return with_progress(progress, range(int(limits.max())), desc=f"{what}: tokens", unit="token")
+
+
+def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True, progress=None):
     """ŷ_t = argmax_v log p(v | ŷ_<t, x) until EOS, for every sentence of a padded batch.
 
     src_ids: integer array (batch, n_src), padded with config.pad_id. max_len: the most tokens
@@ -208,7 +214,7 @@ def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):
     token ids per sentence, without SOS and EOS (and never the padding id, see
     `IncrementalDecoder.log_probs`). A finished sentence is fed padding (its output no longer
     changes) until all are done. use_cache=False decodes the whole prefix at every step (same
-    tokens, slower).
+    tokens, slower). progress: shows the steps (`with_progress`).
     """
     src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
     _check_fits(model.config, src_ids, limits, beam_size=1)
@@ -218,7 +224,7 @@ def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):
     last = np.full(batch, sos_id)
     with scoring_mode(model):
         decoder = IncrementalDecoder(model, src_ids, use_cache)
-        for t in range(limits.max()):
+        for t in _steps(progress, limits, "greedy"):
             best = decoder.log_probs(last).argmax(axis=-1)                   # (batch,)
             last = tokens[:, t] = np.where(finished, pad_id, best)
             finished |= (last == eos_id) | (t + 1 >= limits)
@@ -228,16 +234,16 @@ def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True):
 
 
 def beam_search(model, src_ids, sos_id, eos_id, beam_size=4, length_penalty=1.0, max_len=None,
-                early_stopping=True, use_cache=True):
+                early_stopping=True, use_cache=True, progress=None):
     """The best hypothesis of `beam_search_n_best` for every sentence: one list of token ids per
     sentence, without SOS and EOS. beam_size=1 and length_penalty=0 give `greedy_decode`'s."""
     n_best = beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size, length_penalty, max_len,
-                                early_stopping, use_cache, n_best=1)
+                                early_stopping, use_cache, n_best=1, progress=progress)
     return [hypotheses[0].tokens for hypotheses in n_best]
 
 
 def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penalty=1.0, max_len=None,
-                       early_stopping=True, use_cache=True, n_best=None):
+                       early_stopping=True, use_cache=True, n_best=None, progress=None):
     """Beam search (thesis §1.1): the `n_best` (default beam_size) best hypotheses of every
     sentence, best first, as `Hypothesis` tuples.
 
@@ -256,7 +262,7 @@ def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penal
     or the worst of the K finished (False): log P only falls as a hypothesis grows, so no live
     hypothesis can score above max_live log P / lp(limit), and stopping there loses nothing.
     docs/training.md (Decoding) says why, and how this differs from Hugging Face's stopping.
-    Scores are summed in float64.
+    Scores are summed in float64. progress: shows the steps (`with_progress`).
     """
     src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
     beam_size = checked_integer("beam_size", beam_size, 1)
@@ -271,7 +277,7 @@ def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penal
     with scoring_mode(model):
         decoder = IncrementalDecoder(model, src_ids, use_cache, copies=beam_size)
         last = np.full(len(src_ids) * beam_size, sos_id)
-        for t in range(limits.max()):
+        for t in _steps(progress, limits, f"beam {beam_size}"):
             log_p = decoder.log_probs(last).astype(np.float64)             # (B·K, V)
             parents, last = search.step(t, log_p.reshape(len(src_ids), beam_size, -1))
             if search.done.all():

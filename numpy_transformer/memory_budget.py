@@ -1,7 +1,9 @@
 """What fits in this machine's memory: commands estimate the largest arrays a run will hold and
-refuse, in one line, what cannot fit, before they allocate it (as `train` always did).
+refuse, in one line, what cannot fit in the memory available now, before they allocate it (as
+`train` always did): the line says what it would need, what is free, and what to lower.
 
     machine_memory()                                   # bytes of physical memory, or None
+    available_memory()                                 # bytes available now (MemAvailable), or None
     model_memory(config)                               # a model, its gradients and Adam's moments
     decoding_memory(config, rows, source_length, output_length)      # a greedy or beam search run
 """
@@ -55,10 +57,37 @@ def decoding_memory(config, rows, source_length, output_length):
     return rows * per_row
 
 
+def available_memory():
+    """The bytes of memory available now, without swapping: MemAvailable of /proc/meminfo on
+    Linux (the free memory plus the caches the kernel can drop), the free pages elsewhere when
+    the system says (SC_AVPHYS_PAGES), or None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                name, _, value = line.partition(":")
+                if name == "MemAvailable":
+                    return int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def check_fits(needed, what, advice):
-    """A ValueError when `needed` bytes are more than this machine's memory: "`what` would need
-    … GiB, more than this machine's … GiB: `advice`"."""
-    memory = machine_memory()
-    if memory and needed > memory:
+    """A ValueError when `needed` bytes are more than the memory available now (`available_memory`,
+    at most this machine's): "`what` would need … GiB, more than this machine's … GiB free now
+    (of … GiB): `advice`"; without a figure for what is free, compared with the machine's memory."""
+    total, free = machine_memory(), available_memory()
+    if free is not None and total:
+        free = min(free, total)
+    limit = free if free is not None else total
+    if not limit or needed <= limit:
+        return
+    if free is None:
         raise ValueError(f"{what} would need {needed / 2**30:,.1f} GiB, more than this machine's "
-                         f"{memory / 2**30:,.1f} GiB: {advice}")
+                         f"{total / 2**30:,.1f} GiB: {advice}")
+    of = f" (of {total / 2**30:,.1f} GiB)" if total else ""
+    raise ValueError(f"{what} would need {needed / 2**30:,.1f} GiB, more than this machine's {free / 2**30:,.1f} GiB "
+                     f"free now{of}: {advice}")

@@ -26,7 +26,8 @@ def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=1.0, 
     """Output token ids for each source (a list of id arrays, [SOS] … [EOS] included, or None
     for a sentence with nothing to read, whose output is empty): greedy decoding when beam_size
     is 1, beam search otherwise. Sources are batched by length, the outputs returned in the
-    order of `sources`. progress: shows the batches decoded (`with_progress`)."""
+    order of `sources`. progress: shows the batches decoded, and the tokens of each batch
+    (`with_progress`); Ctrl-C stops the decoding at the step under way (KeyboardInterrupt)."""
     outputs = [[] for _ in sources]
     order = sorted((i for i, source in enumerate(sources) if source is not None), key=lambda i: len(sources[i]))
     what = "greedy" if beam_size == 1 else f"beam {beam_size}"
@@ -34,9 +35,10 @@ def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=1.0, 
         chunk = order[start:start + batch_size]
         src_ids = pad([sources[i] for i in chunk], model.config.pad_id)
         if beam_size == 1:
-            decoded = greedy_decode(model, src_ids, sos_id, eos_id)
+            decoded = greedy_decode(model, src_ids, sos_id, eos_id, progress=progress)
         else:
-            decoded = beam_search(model, src_ids, sos_id, eos_id, beam_size=beam_size, length_penalty=length_penalty)
+            decoded = beam_search(model, src_ids, sos_id, eos_id, beam_size=beam_size, length_penalty=length_penalty,
+                                  progress=progress)
         for i, tokens in zip(chunk, decoded):
             outputs[i] = tokens
     return outputs

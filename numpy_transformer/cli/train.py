@@ -14,10 +14,13 @@ Every field a preset sets can be overridden by a flag. The work is `numpy_transf
 (`Run`: data, tokenizers, model, loop, checkpoints); this module parses and prints.
 """
 import argparse
+import contextlib
 import json
 import math
 import re
+import signal
 import sys
+import threading
 import time
 
 from numpy_transformer.cli.common import EXIT_INTERRUPTED, add_dataset_cache_argument, add_decoding_arguments, \
@@ -157,7 +160,36 @@ def add_parser(commands):
 
 
 def command(args):
-    """Train (or resume) the run in --out, evaluate it on the test split, write metrics.json."""
+    """Train (or resume) the run in --out, evaluate it on the test split, write metrics.json.
+    SIGTERM is Ctrl-C throughout (`sigterm_as_ctrl_c`): every ending is one of Ctrl-C's."""
+    with sigterm_as_ctrl_c():
+        return train_command(args)
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c():
+    """While in this context SIGTERM (what `kill`, a scheduler or a container's stop sends) raises
+    KeyboardInterrupt, as Ctrl-C does: the training loop's own handler (training/loop.py) stops
+    after the step under way and saves, and everywhere else (reading the data, the last save,
+    the final evaluation) the command ends as an interrupted one: no temporary left, the last
+    checkpoint kept, the command to continue printed, exit status 130. Only the main thread can
+    install a handler; elsewhere SIGTERM keeps its default."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def train_command(args):
+    """`command` without its SIGTERM handler."""
     from numpy_transformer.training.settings import resolve
     from numpy_transformer.training.run import Run
     from numpy_transformer.training.run_folder import RunFolderError
@@ -181,27 +213,57 @@ def command(args):
             if given_out:
                 raise
             raise RunFolderError(f"{error} (--out was not given: a run goes to {DEFAULT_OUT} by default)") from None
+    if report is None and run.folder.lock_note is not None:      # else Run reports it
+        print(run.folder.lock_note, file=sys.stderr)
     with run:                                   # the folder stays locked until the metrics are written
         return train_and_evaluate(run, args, started)
 
 
 def train_and_evaluate(run, args, started):
     """Train the run, print and save its scores on the test split; the exit status."""
-    from numpy_transformer.training.atomic_files import atomic_write_text
-    from numpy_transformer.training.checkpoint import load_checkpoint
-    from numpy_transformer.training.evaluation import evaluate_split, print_warnings
-    from numpy_transformer.training.loop import format_seconds
+    from numpy_transformer.training.evaluation import print_warnings
     from numpy_transformer.training.run import METRICS_FILE
 
     print("\n".join(run.data.summary + [model_line(run), training_line(run)]))
     print_warnings(run.data)
-    result = run.train()
+    try:
+        result = run.train()
+    except KeyboardInterrupt:                   # a second Ctrl-C (or SIGTERM) during the last save
+        return interrupted(run, f"at step {run.trainer.state.step} of {run.trainer.total_steps}")
     if result.interrupted:
-        where = f"a checkpoint of step {result.step} is in {run.directory}" if result.saved else \
-            f"the last checkpoint in {run.directory} is kept"
-        print(f"Interrupted at step {result.step} of {result.total_steps}: {where}. Continue with:\n"
+        return interrupted(run, f"at step {result.step} of {result.total_steps}",
+                           f"a checkpoint of step {result.step} is in {run.directory}" if result.saved else None)
+    try:
+        return evaluate_and_write(run, args, started, result)
+    except KeyboardInterrupt:
+        return interrupted(run, "during the final evaluation on the test split",
+                           f"the checkpoint of step {result.step} in {run.directory} is kept ({METRICS_FILE} is "
+                           f"written when the evaluation completes)", "Finish it")
+
+
+def interrupted(run, when, where=None, what="Continue"):
+    """Print how a run interrupted `when` ended and what to type next; EXIT_INTERRUPTED. where:
+    what was saved (default: the last checkpoint is kept). A new run stopped before its first
+    checkpoint has none: its folder is one the same `train` command starts again."""
+    from numpy_transformer.training.checkpoint import has_checkpoint
+
+    if not has_checkpoint(run.directory):
+        print(f"Interrupted {when}, before the first checkpoint: nothing to continue in {run.directory}; run the "
+              f"same numpy-transformer train command again (without --resume) to start over there", file=sys.stderr)
+    else:
+        print(f"Interrupted {when}: {where or f'the last checkpoint in {run.directory} is kept'}. {what} with:\n"
               f"  numpy-transformer train --out {run.directory} --resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    return EXIT_INTERRUPTED
+
+
+def evaluate_and_write(run, args, started, result):
+    """Score the run's weights on the test split, write metrics.json; the exit status."""
+    from numpy_transformer.training.atomic_files import atomic_write_text
+    from numpy_transformer.training.checkpoint import load_checkpoint
+    from numpy_transformer.training.evaluation import evaluate_split
+    from numpy_transformer.training.loop import format_seconds
+    from numpy_transformer.training.run import METRICS_FILE
+
     state = run.trainer.state
     if result.stopped_early:
         print(f"Stopped early at step {result.step} of {result.total_steps}: {state.validations_without_improvement} "

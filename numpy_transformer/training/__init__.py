@@ -10,7 +10,9 @@
 | presets.py         | the named settings of `numpy-transformer train --preset`                   |
 | prepare.py         | a run's data: the corpus split, tokenized and encoded                      |
 | run.py             | `Run`: a training run in a folder, new or resumed                          |
-| run_folder.py      | which files of a run's folder the project wrote, and its lock              |
+| run_folder.py      | which files of a run's folder the project wrote, its parts' fingerprints,  |
+|                    | and its lock                                                               |
+| locks.py           | lock files that record their process; stale or damaged ones taken over     |
 | checkpoint.py      | saving and loading a run's folder                                          |
 | atomic_files.py    | atomic writes                                                              |
 | allocator.py       | keep the memory NumPy frees for the next step (glibc's malloc settings)    |

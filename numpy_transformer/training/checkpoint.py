@@ -26,12 +26,23 @@ ones, which `Checkpoint.weights_line` notes, for a run folder without them: one 
 version, or not validated yet); `weights="last"`, the default, the weights `--resume` continues.
 
 Loading checks everything and turns any problem (a missing folder or file, a truncated archive,
-bad JSON, weights that do not fit the configuration) into one `CheckpointError` whose message
-says what is wrong and where.
+bad JSON, weights that do not fit the configuration, a part of another run) into one
+`CheckpointError` whose message says what is wrong and where.
+
+Parts that belong together. The manifest of a run begun by this version
+(`.numpy-transformer-run.json`, training/run_folder.py) records the run's id and the SHA-256
+of the parts that never change while it trains (`run_parts`: model.json, data.json, the
+tokenizers, and the weights' names and shapes); both archives' "state" records the run id.
+Loading refuses a file whose SHA-256, or an archive whose run id, is not the manifest's: a
+tokenizer of another run with the same vocabulary size, or a checkpoint of another run with the
+same shapes, would otherwise load. A folder whose manifest records none (an older version's)
+is not checked.
 """
 import dataclasses
 import functools
+import hashlib
 import json
+import re
 import zipfile
 import zlib
 from pathlib import Path
@@ -43,6 +54,7 @@ from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 from numpy_transformer.training.bounded_archive import read_npz
 from numpy_transformer.memory_budget import check_fits, model_memory
+from numpy_transformer.training.run_folder import MANIFEST as RUN_MANIFEST, read_manifest_record
 from numpy_transformer.training.settings import MODELS, DataConfig, TrainingConfig
 
 ARCHIVE, BEST_ARCHIVE = "checkpoint.npz", "checkpoint_best.npz"
@@ -50,6 +62,9 @@ WEIGHTS = ("best", "last")      # which weights of a run folder a command loads
 CONFIG_FILES = {"model": "model.json", "training": "training.json", "data": "data.json"}
 CONFIG_CLASSES = {"training": TrainingConfig, "data": DataConfig, "model": TransformerConfig}
 MAX_STATE_BYTES = 2**24         # the loop's position as JSON: random states, a few counters and losses
+WEIGHTS_PART, MAX_PARTS = "weights", 16          # the manifest's fingerprint of the weights' names and shapes
+HEX_ID, SHA256 = re.compile(r"[0-9a-f]{32}"), re.compile(r"[0-9a-f]{64}")
+PART_NAME = re.compile(r"(model|data)\.json|tokenizer_[A-Za-z0-9_-]{1,32}\.json")
 
 
 class CheckpointError(Exception):
@@ -116,11 +131,13 @@ def has_checkpoint(directory):
     return (Path(directory) / ARCHIVE).is_file()
 
 
-def save_best_weights(directory, weights, step, validation_loss):
+def save_best_weights(directory, weights, step, validation_loss, run=None):
     """Write checkpoint_best.npz in `directory`: `weights` ({name: array}, a model's
-    `state_dict()`) of `step`, whose validation loss was `validation_loss`."""
+    `state_dict()`) of `step`, whose validation loss was `validation_loss`; run: the run id of
+    the folder's manifest, recorded in the state (None: none recorded)."""
     arrays = {f"model/{name}": array for name, array in weights.items()}
-    arrays["state"] = np.asarray(json.dumps({"step": step, "validation_loss": validation_loss}))
+    state = {"step": step, "validation_loss": validation_loss, **({"run": run} if run is not None else {})}
+    arrays["state"] = np.asarray(json.dumps(state))
     atomic_write(Path(directory) / BEST_ARCHIVE, lambda file: np.savez(file, **arrays))
 
 
@@ -133,14 +150,37 @@ def save_checkpoint(directory, model, optimizer, state, configs, tokenizers):
     last (see the module docstring)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    for kind, name in CONFIG_FILES.items():
-        atomic_write_text(directory / name, configs[kind].to_json() + "\n")
-    for tokenizer in tokenizers:
-        atomic_write_text(tokenizer_path(directory, tokenizer.language), tokenizer.tokenizer.to_str())
+    atomic_write_text(directory / CONFIG_FILES["training"], configs["training"].to_json() + "\n")
+    for name, text in part_texts(configs, tokenizers).items():
+        atomic_write_text(directory / name, text)
     arrays = {f"model/{name}": array for name, array in model.state_dict().items()}
     arrays.update({f"optimizer/{key}": np.asarray(value) for key, value in optimizer.state_dict().items()})
     arrays["state"] = np.asarray(json.dumps(state))
     atomic_write(directory / ARCHIVE, lambda file: np.savez(file, **arrays))
+
+
+def part_texts(configs, tokenizers):
+    """{file name: text} of the parts of a run that never change while it trains, and that must
+    belong together: model.json, data.json and the tokenizers (training.json changes on resuming)."""
+    texts = {CONFIG_FILES[kind]: configs[kind].to_json() + "\n" for kind in ("model", "data")}
+    texts.update({tokenizer_path(Path(), tokenizer.language).name: tokenizer.tokenizer.to_str()
+                  for tokenizer in tokenizers})
+    return texts
+
+
+def run_parts(configs, tokenizers, model):
+    """The fingerprints a new run records in its manifest: the SHA-256 of each of `part_texts`,
+    and under "weights" that of the weights' names and shapes (`weights_fingerprint`)."""
+    parts = {name: hashlib.sha256(text.encode("utf-8")).hexdigest()
+             for name, text in part_texts(configs, tokenizers).items()}
+    parts[WEIGHTS_PART] = weights_fingerprint({name: p.shape for name, p in model.named_parameters()})
+    return parts
+
+
+def weights_fingerprint(shapes):
+    """The SHA-256 of a model's parameter names and shapes ({name: shape})."""
+    listed = json.dumps(sorted([name, list(shape)] for name, shape in shapes.items()))
+    return hashlib.sha256(listed.encode("utf-8")).hexdigest()
 
 
 def load_checkpoint(directory, weights="last"):
@@ -156,6 +196,7 @@ def load_checkpoint(directory, weights="last"):
         raise ValueError(f"weights must be {' or '.join(WEIGHTS)}, got {weights!r}")
     directory = Path(directory)
     _check_complete(directory)
+    run, parts = _recorded_parts(directory)
     configs = {kind: _read_config(directory, kind, config_class) for kind, config_class in CONFIG_CLASSES.items()}
     tokenizers = tuple(_read_tokenizer(directory, language) for language in configs["data"].languages)
     _check_vocabularies(directory, configs["model"], tokenizers)
@@ -167,11 +208,85 @@ def load_checkpoint(directory, weights="last"):
                               f"{configs['data'].task!r} of {directory / CONFIG_FILES['data']}: {error}") from None
     shapes = {name: parameter.shape for name, parameter in model.named_parameters()}
     last, optimizer_state, state = _read_archive(directory / ARCHIVE, shapes)
+    _check_part_files(directory, parts, shapes)                 # each file whole, now: do they belong together?
+    _check_same_run(directory / ARCHIVE, state, run)
     _check_finite(directory / ARCHIVE, last)
     best = _read_best(directory / BEST_ARCHIVE, shapes) if weights == "best" else None
+    if best is not None:
+        _check_same_run(directory / BEST_ARCHIVE, best[1], run)
     model.load_state_dict(last if best is None else best[0])
     return Checkpoint(directory, configs["model"], configs["training"], configs["data"], tokenizers, model,
                       optimizer_state, state, "last" if best is None else "best", None if best is None else best[1])
+
+
+def _recorded_parts(directory):
+    """(run id, {part: SHA-256}) that the manifest of `directory` records; (None, {}) for a run
+    folder of an older version, which records none. A CheckpointError naming the field when
+    they are not what a run writes."""
+    record = read_manifest_record(directory)
+    run, parts = record.get("run"), record.get("parts", {})
+    manifest = directory / RUN_MANIFEST
+    if run is not None and not (isinstance(run, str) and HEX_ID.fullmatch(run)):
+        raise CheckpointError(f"{manifest}: its 'run' is not a run id ({str(run)[:40]!r}); restore the run folder's "
+                              f"manifest, or train again")
+    if not (isinstance(parts, dict) and len(parts) <= MAX_PARTS
+            and all(isinstance(name, str) and (name == WEIGHTS_PART or PART_NAME.fullmatch(name))
+                    and isinstance(digest, str) and SHA256.fullmatch(digest) for name, digest in parts.items())):
+        raise CheckpointError(f"{manifest}: its 'parts' are not file names with their SHA-256; restore the run "
+                              f"folder's manifest, or train again")
+    return run, parts
+
+
+def _check_part_files(directory, parts, shapes):
+    """A CheckpointError naming the first file whose SHA-256 is not the one the manifest records,
+    or model.json when the weights' names and shapes (`shapes`) are not those it records."""
+    if WEIGHTS_PART in parts and parts[WEIGHTS_PART] != weights_fingerprint(shapes):
+        raise CheckpointError(f"{directory / CONFIG_FILES['model']} describes weights of other names or shapes than "
+                              f"those {RUN_MANIFEST} records for the run in {directory}: the files come from "
+                              f"different runs; restore the run folder whole, or train again")
+    check_digests(directory, {name: digest for name, digest in parts.items() if name != WEIGHTS_PART},
+                  CheckpointError,
+                  lambda path, name: f"{path} is missing, though {directory / RUN_MANIFEST} records it: the run folder "
+                                     f"is incomplete; restore the file from a copy of this run, or train again",
+                  lambda path, name: f"{path} does not belong to the run in {directory}: its SHA-256 differs from the "
+                                     f"one {RUN_MANIFEST} records (changed, or copied from another run); restore "
+                                     f"this run's own {name}, or train again")
+
+
+def check_digests(folder, digests, error, missing, unlike):
+    """Raise `error` at the first file of `folder` that is not as `digests` ({name: SHA-256})
+    records: missing (or not a plain file), with the message `missing(path, name)`, or of another
+    SHA-256, with `unlike(path, name)`."""
+    for name, digest in digests.items():
+        path = Path(folder) / name
+        if not path.is_file() or path.is_symlink():
+            raise error(missing(path, name))
+        if file_sha256(path) != digest:
+            raise error(unlike(path, name))
+
+
+def _check_same_run(path, state, run):
+    """A CheckpointError unless the archive `path`, whose state is `state`, was saved by the run
+    whose id the manifest records (`run`; None for a run of an older version). The id is then
+    taken out of `state`, which holds the loop's position (or the best weights' step and loss)."""
+    saved = state.pop("run", None)
+    if saved == run:
+        return
+    manifest = path.parent / RUN_MANIFEST
+    if run is None:
+        raise CheckpointError(f"{path} was saved by a run whose id {manifest} does not record (the manifest is "
+                              f"missing or replaced): the folder's parts cannot be shown to belong together; restore "
+                              f"the run folder whole, or train again")
+    raise CheckpointError(f"{path} comes from another run than the files beside it (its run id is not the one "
+                          f"{manifest} records): restore this run's own {path.name}, or train again")
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _read_best(path, shapes):
@@ -209,6 +324,10 @@ def _check_complete(directory):
     if not directory.is_dir():
         raise CheckpointError(f"no checkpoint at {directory}: the folder does not exist "
                               f"(train a model there with: numpy-transformer train --out {directory})")
+    if not (directory / ARCHIVE).is_file() and (directory / RUN_MANIFEST).is_file():
+        raise CheckpointError(f"no checkpoint in {directory}: the run there stopped before its first checkpoint "
+                              f"({ARCHIVE} is missing); start it again with the same numpy-transformer train command "
+                              f"(--out {directory}, without --resume)")
     if not (directory / ARCHIVE).is_file():
         raise CheckpointError(f"no checkpoint in {directory}: {ARCHIVE} is missing (training has not saved one "
                               f"there; train with: numpy-transformer train --out {directory})")

@@ -17,8 +17,10 @@ The target gets a run folder's rules (`run_folder.py`):
 - only a missing or empty folder, or this command's own earlier output (a manifest of the same
   command listing every file in it), is replaced; a folder holding other files is refused and
   left alone;
-- a lock beside the target, `.NAME.numpy-transformer.lock`, taken as a run's, refuses a second
-  command on the same target while the first writes.
+- a lock beside the target, `.NAME.numpy-transformer.lock`, taken as a run's (`locks.py`: it
+  records the process id, host and start time), refuses a second command on the same target
+  while the first writes; a lock whose process is gone, or that holds no lock, is taken over
+  with a note on standard error.
 
 An earlier output is replaced by two renames: it moves aside (`.NAME.replaced-…`), the new one
 moves in, then the files the old one's manifest lists are removed (a file put there meanwhile
@@ -26,16 +28,17 @@ stays). Only between the two renames is the target missing; a crash there leaves
 output whole under its aside name, which the next command on the target removes with any other
 leftover of its own.
 """
-import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import atomic_write_text, fsync_directory
-from numpy_transformer.training.checkpoint import ARCHIVE
+from numpy_transformer.training.checkpoint import ARCHIVE, check_digests, file_sha256
+from numpy_transformer.training.locks import remove_lock_leftovers
 from numpy_transformer.training.run_folder import MANIFEST as RUN_MANIFEST, RunFolderError, check_lock, release_lock, \
     take_lock
 
@@ -59,10 +62,13 @@ class OutputFolder:
     def __enter__(self):
         self.check()
         self.target.parent.mkdir(parents=True, exist_ok=True)
-        take_lock(self.lock, self._in_use_message)
+        note = take_lock(self.lock, self._in_use_message)
         try:
+            if note is not None:
+                print(note, file=sys.stderr)
             self.check()                                         # again, now that no other command writes
             self._remove_leftovers()
+            remove_lock_leftovers(self.target.parent, self.lock.name)
             self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.partial-", dir=self.target.parent))
         except BaseException:
             release_lock(self.lock)
@@ -162,23 +168,12 @@ def check_whole(folder, command):
     record = read_manifest(folder)
     if record.get("command") != command:
         return
-    for name, digest in record["files"].items():
-        path = folder / name
-        if not _is_plain_file(path):
-            raise ValueError(f"{path} is missing, though {folder / OUTPUT_MANIFEST} lists it: the folder is "
-                             f"incomplete; {command} it again")
-        if file_sha256(path) != digest:
-            raise ValueError(f"{path} does not belong with the other files of {folder}: its SHA-256 differs from "
-                             f"the one {OUTPUT_MANIFEST} records (changed, or copied from another {command}); "
-                             f"{command} it again")
-
-
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    check_digests(folder, record["files"], ValueError,
+                  lambda path, name: f"{path} is missing, though {folder / OUTPUT_MANIFEST} lists it: the folder is "
+                                     f"incomplete; {command} it again",
+                  lambda path, name: f"{path} does not belong with the other files of {folder}: its SHA-256 differs "
+                                     f"from the one {OUTPUT_MANIFEST} records (changed, or copied from another "
+                                     f"{command}); {command} it again")
 
 
 def _remove_own_files(folder):

@@ -9,14 +9,16 @@ module plus printing.
 
 Nothing is written before the data, the tokenizers and the configuration are known to be good,
 so a bad input leaves no folder behind. The folder is locked while the run is open, and holds
-a manifest of the files the run writes (`run_folder.py`); data.json keeps a fingerprint of the
-corpus, which `evaluate` and `--resume` check.
+a manifest of the files the run writes (`run_folder.py`), with the run's id and the SHA-256 of
+its parts (tokenizers, model.json, data.json, the weights' names and shapes), which every
+command that loads the folder checks; both checkpoints record the run id. data.json keeps a
+fingerprint of the corpus, which `evaluate` and `--resume` check.
 """
 import dataclasses
 from pathlib import Path
 
 from numpy_transformer.training.checkpoint import ARCHIVE, BEST_ARCHIVE, CONFIG_FILES, CheckpointError, \
-    has_checkpoint, load_checkpoint, save_best_weights, save_checkpoint
+    has_checkpoint, load_checkpoint, run_parts, save_best_weights, save_checkpoint
 from numpy_transformer.data.tokenizer import tokenizer_path
 from numpy_transformer.model import count_parameters
 from numpy_transformer.training.settings import MODELS, model_config
@@ -46,8 +48,8 @@ class Run:
                  report=print, processes=1):
         self.folder, self.data, self.model, self.optimizer, self.configs = folder, data, model, optimizer, configs
         self.directory = folder.directory
-        if folder.stale_lock_taken is not None and report is not None:
-            report(f"note: took over the lock of process {folder.stale_lock_taken}, which no longer runs")
+        if folder.lock_note is not None and report is not None:
+            report(folder.lock_note)
         self.log = MetricsLog(self.directory / LOG_FILE)
         self.objective = make_objective(configs["data"].task, data.tokenizers, configs["training"].seed)
         self.trainer = Trainer(model, optimizer, data.train, configs["training"], data_rng, data.validation, self.log,
@@ -70,7 +72,7 @@ class Run:
         model_rng, data_rng = run_generators(training_config.seed)
         model = MODELS[data_config.task][1](config, model_rng)
         configs = {"model": config, "training": training_config, "data": with_fingerprint(data_config, data.splits)}
-        folder.claim(new=True, overwrite=overwrite)
+        folder.claim(new=True, overwrite=overwrite, parts=run_parts(configs, data.tokenizers, model))
         return cls(folder, data, model, make_optimizer(model, training_config, threads), configs, data_rng,
                    processes=threads, **options)
 
@@ -111,11 +113,13 @@ class Run:
         """Write a checkpoint: the best weights first, if a validation found new ones since the
         last checkpoint (`Trainer.unsaved_best`), then the last ones."""
         state = self.trainer.state
+        run = self.folder.run_id
         if self.trainer.unsaved_best is not None:
-            save_best_weights(self.directory, self.trainer.unsaved_best, state.best_step, state.best_loss)
+            save_best_weights(self.directory, self.trainer.unsaved_best, state.best_step, state.best_loss, run)
             self.trainer.unsaved_best = None
-        save_checkpoint(self.directory, self.model, self.optimizer, self.trainer.checkpoint_state(), self.configs,
-                        self.data.tokenizers)
+        saved = self.trainer.checkpoint_state()
+        save_checkpoint(self.directory, self.model, self.optimizer, {**saved, "run": run} if run else saved,
+                        self.configs, self.data.tokenizers)
 
     def train(self, callback=None):
         """Train to the end (or Ctrl-C), then draw the loss curve. Returns a TrainingResult.

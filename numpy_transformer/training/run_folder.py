@@ -1,31 +1,48 @@
 """A run's folder: which files in it the project wrote, and which process writes to it now.
 
-    DIR/.numpy-transformer-run.json    the manifest: the names of the files a run writes there
-    DIR/.numpy-transformer-run.lock    while a run writes there: its process id and host
+    DIR/.numpy-transformer-run.json    the manifest: the names of the files a run writes there, the
+                                       run's id and the SHA-256 of its parts
+    DIR/.numpy-transformer-run.lock    while a run writes there: its process id, host and start time
 
 A new run goes only into a folder that is empty, missing, or made by an earlier run (it has a
 manifest); `--overwrite` then removes the files the manifest names, never anything else, and
 never a folder. In a folder of the user's own files a run is refused, and with `--overwrite`
 it writes beside them only when none has a name the run would write.
 
+The manifest of a run begun by this version also records the run's id and the SHA-256 of its
+parts that never change while it trains (the tokenizers, model.json, data.json, and the weights'
+names and shapes); both checkpoints record the run id. Every command that loads the folder
+checks them (`checkpoint.load_checkpoint`): a tokenizer or a checkpoint taken from another run
+is refused, naming the file. A folder holding an export or a Hugging Face model (its manifest,
+model.safetensors or pytorch_model.bin) is refused, with or without `--overwrite`: a run beside
+it would leave two models in one folder.
+
 No file of the run is written through a symbolic link: a link in the folder where the run
 would write (left there, or planted) is refused, and the file it points to is left alone.
 
-The lock file is created with O_CREAT | O_EXCL, which the file system makes atomic: of two runs
-started on one folder, exactly one creates it, and the other is refused with the holder's
-process id. A lock left by a process that no longer runs on this host (killed with kill -9)
-is stale: it is taken over, and the run says so. Taking it over moves it aside by a rename and
-checks what was moved, so that two runs taking over one stale lock at once cannot both win.
+The lock (`locks.py`) records the process id, host and start time of its run and is put in
+place whole by one atomic link: of runs started on one folder at once, exactly one takes it,
+and the others are refused with the holder's process id. A lock whose process no longer runs
+(killed with kill -9, or its process id now another program's), or that holds no lock at all
+(empty, not JSON, a bad process id), is taken over, and the run says so in one line.
+
+A run killed before its first checkpoint leaves a folder with a manifest and no checkpoint:
+the same `train` command starts it again there (its files, and the temporaries of the files it
+was writing, `.NAME.tmp`, are removed first).
 """
 import json
 import os
-import socket
-import time
+import uuid
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import atomic_write_text
+from numpy_transformer.training.locks import check_lock as _check_lock, is_lock_leftover, release_lock, \
+    remove_lock_leftovers, take_lock as _take_lock
 
 MANIFEST, LOCK = ".numpy-transformer-run.json", ".numpy-transformer-run.lock"
+# the files of a model that is not a run: `export`'s manifest, and a Hugging Face model's weights
+MODEL_FILES = {".numpy-transformer-output.json", "model.safetensors", "pytorch_model.bin"}
+MAX_MANIFEST_BYTES = 1 << 20
 
 
 class RunFolderError(ValueError):
@@ -39,12 +56,15 @@ class RunFolder:
         """directory: the run's folder; names: the files a run writes there."""
         self.directory, self.names = _checked_directory(directory), sorted(names)
         self.created = False                    # whether `claim` made the folder
-        self.stale_lock_taken = None            # the process id of a dead holder whose lock was taken over
+        self.lock_note = None                   # the note on a stale or damaged lock taken over, or None
+        self.run_id = None                      # the manifest's run id (None: a run of an older version)
 
-    def claim(self, new=False, overwrite=False):
+    def claim(self, new=False, overwrite=False, parts=None):
         """Lock the folder for this process and write the manifest. new: a new run, which needs
         a folder it may fill (`check_new`), made here if missing; the files of an earlier run
-        (which `check_new` allows only with `overwrite` once it holds a checkpoint) are removed."""
+        (which `check_new` allows only with `overwrite` once it holds a checkpoint) are removed.
+        parts: a new run's fingerprints ({file name or "weights": SHA-256}, `checkpoint.run_parts`),
+        recorded with a new run id; a resumed run keeps those its manifest holds."""
         if new:
             self.check_new(overwrite)
             self.created = not self.directory.exists()
@@ -54,12 +74,31 @@ class RunFolder:
         else:
             self.check_no_links()
             self._check_no_unlisted_files()
-        self._lock()
-        if new:
-            self._remove_written()
-        atomic_write_text(self.directory / MANIFEST,
-                          json.dumps({"written_by": "numpy-transformer", "files": self.names}, indent=2) + "\n")
+        try:
+            self._lock()
+        except BaseException:
+            self._remove_if_made()
+            raise
+        try:
+            if new:
+                self._remove_written()
+                record = {"run": uuid.uuid4().hex, "parts": parts} if parts is not None else {}
+            else:
+                record = {key: value for key, value in read_manifest_record(self.directory).items()
+                          if key in ("run", "parts")}
+            self.run_id = record.get("run")
+            atomic_write_text(self.directory / MANIFEST, json.dumps(
+                {"written_by": "numpy-transformer", "files": self.names, **record}, indent=2) + "\n")
+        except BaseException:
+            self.release()
+            self._remove_if_made()
+            raise
         return self
+
+    def _remove_if_made(self):
+        """Remove the folder if `claim` made it and nothing is in it."""
+        if self.created and self.directory.is_dir() and not any(self.directory.iterdir()):
+            self.directory.rmdir()
 
     def release(self):
         """Remove the lock, if it is still this process's."""
@@ -71,8 +110,7 @@ class RunFolder:
         self._remove_written()
         (self.directory / MANIFEST).unlink(missing_ok=True)
         self.release()
-        if self.created and not any(self.directory.iterdir()):
-            self.directory.rmdir()
+        self._remove_if_made()
 
     def check_new(self, overwrite=False):
         """A RunFolderError unless a new run may write here (the module docstring says when)."""
@@ -83,9 +121,14 @@ class RunFolder:
                                  f"choose a folder you can write to with --out")
         self._check_not_in_use()
         self.check_no_links()
-        present = sorted(p.name for p in self.directory.iterdir() if p.name != LOCK)
         written = set(_read_manifest(self.directory))
+        present = sorted(p.name for p in self.directory.iterdir() if not self._is_own_leftover(p.name, written))
         foreign = [name for name in present if name not in written and name != MANIFEST]
+        model_files = sorted(set(present) & MODEL_FILES)
+        if model_files:
+            raise RunFolderError(f"{self.directory} holds {', '.join(model_files)}: an export or a Hugging Face "
+                                 f"model is there, and a run beside it would leave two models in one folder (each "
+                                 f"command reading one of them); choose another folder with --out")
         if (self.directory / MANIFEST).exists() and "checkpoint.npz" in present and not overwrite:
             raise RunFolderError(f"{self.directory} already holds a trained model: to train another model, give a new "
                                  f"folder with --out NEW; to continue this one, --resume; to replace it, --overwrite")
@@ -100,7 +143,7 @@ class RunFolder:
                                  f"with --out, or pass --overwrite to write the run beside those files")
 
     def _lock(self):
-        self.stale_lock_taken = take_lock(self.directory / LOCK, self._in_use_message)
+        self.lock_note = take_lock(self.directory / LOCK, self._in_use_message)
 
     def _check_not_in_use(self):
         """A RunFolderError if a live process holds the lock; else the stale holder's pid (or None)."""
@@ -130,62 +173,22 @@ class RunFolder:
             raise RunFolderError(f"{self.directory / unlisted[0]} is not a file of this run ({MANIFEST} does not list "
                                  f"it), and the resumed run would replace it: move it, then resume")
 
+    def _is_own_leftover(self, name, written):
+        """Whether `name` is the lock, one of its temporaries, or the temporary of a file a run
+        writes here (`.checkpoint.npz.tmp`, left by a run killed while writing it)."""
+        own = {*self.names, *written, MANIFEST}
+        return name == LOCK or is_lock_leftover(name, LOCK) or \
+            (name.startswith(".") and name.endswith(".tmp") and name[1:-4] in own)
+
     def _remove_written(self):
-        """Remove the files an earlier run wrote (the manifest's names): regular files only."""
-        for name in _read_manifest(self.directory):
+        """Remove the files an earlier run wrote (the manifest's names) and the temporaries a run
+        killed while writing left (`.NAME.tmp`): regular files only."""
+        written = _read_manifest(self.directory)
+        for name in [*written, *(f".{name}.tmp" for name in {*self.names, *written, MANIFEST})]:
             path = self.directory / name
             if path.is_file() and not path.is_symlink():
                 path.unlink()
-
-def take_lock(path, in_use_message):
-    """Create the lock file `path` (O_CREAT | O_EXCL: of two processes, one creates it) holding
-    this process's id and host. A live holder is a RunFolderError, `in_use_message(holder)`; a
-    dead one's lock is taken over. Returns the dead holder's process id, or None."""
-    record = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-    stale = None
-    for _ in range(3):
-        try:
-            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
-        except FileExistsError:
-            stale = check_lock(path, in_use_message)
-            remove_stale_lock(path)
-            continue
-        with os.fdopen(descriptor, "w") as file:
-            file.write(record)
-        return stale
-    raise RunFolderError(f"could not take the lock {path}")
-
-
-def check_lock(path, in_use_message):
-    """A RunFolderError if a live process holds the lock `path`; else the stale holder's pid (or None)."""
-    if not path.exists():
-        return None
-    holder = _read_lock(path)
-    if _is_alive(holder, path):
-        raise RunFolderError(in_use_message(holder))
-    return None if holder.get("pid") == os.getpid() else holder.get("pid")
-
-
-def release_lock(path):
-    """Remove the lock file `path`, if it is still this process's."""
-    if _read_lock(path).get("pid") == os.getpid():
-        path.unlink(missing_ok=True)
-
-
-def remove_stale_lock(path):
-    """Move the stale lock aside (a rename: of two runs taking it over at once, one moves it)
-    and delete it, unless it is no longer the stale one: then another run has just taken the
-    folder, and its lock goes back in place for the next attempt to find."""
-    aside = path.with_name(f"{path.name}.{os.getpid()}")
-    try:
-        os.rename(path, aside)
-    except FileNotFoundError:
-        return                                # another run moved it first
-    if _is_alive(_read_lock(aside), aside):
-        os.rename(aside, path)
-    else:
-        aside.unlink(missing_ok=True)
-
+        remove_lock_leftovers(self.directory, LOCK)
 
 def _checked_directory(directory):
     if str(directory) == "":
@@ -196,45 +199,29 @@ def _checked_directory(directory):
     return directory
 
 
-def _read_manifest(directory):
-    """The file names the manifest of `directory` lists ([] without a readable manifest)."""
+def read_manifest_record(directory):
+    """The manifest of `directory` as a dict ({} without a readable one, or one of more than
+    MAX_MANIFEST_BYTES)."""
     try:
-        record = json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    files = record.get("files") if isinstance(record, dict) else None
-    return [name for name in files if isinstance(name, str) and "/" not in name] if isinstance(files, list) else []
-
-
-def _read_lock(path):
-    try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        with open(Path(directory) / MANIFEST, "rb") as file:
+            data = file.read(MAX_MANIFEST_BYTES + 1)
+        record = json.loads(data.decode("utf-8")) if len(data) <= MAX_MANIFEST_BYTES else None
+    except (OSError, ValueError, RecursionError):
         return {}
     return record if isinstance(record, dict) else {}
 
 
-def _is_alive(holder, path):
-    """Whether the process that wrote a lock still runs. A lock from another host counts as
-    alive, and so does one that cannot be read yet (being written) unless it is a minute old."""
-    pid = holder.get("pid")
-    if not isinstance(pid, int):
-        return _age_in_seconds(path) < 60
-    if holder.get("host") != socket.gethostname():
-        return True
-    if pid == os.getpid():
-        return False                    # this process's own lock, left by a Run object not closed
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _read_manifest(directory):
+    """The file names the manifest of `directory` lists ([] without a readable manifest)."""
+    files = read_manifest_record(directory).get("files")
+    return [name for name in files if isinstance(name, str) and "/" not in name] if isinstance(files, list) else []
 
 
-def _age_in_seconds(path):
-    try:
-        return time.time() - Path(path).stat().st_mtime
-    except OSError:
-        return 0.0
+def take_lock(path, in_use_message):
+    """`locks.take_lock`, a live holder a RunFolderError."""
+    return _take_lock(path, in_use_message, RunFolderError)
+
+
+def check_lock(path, in_use_message):
+    """`locks.check_lock`, a live holder a RunFolderError."""
+    return _check_lock(path, in_use_message, RunFolderError)
