@@ -99,7 +99,7 @@ def add_dataset_cache_argument(parser, corpus):
     """--cache-dir of a command that reads `corpus` (a Hugging Face dataset, through datasets)."""
     parser.add_argument("--cache-dir", metavar="DIR",
                         help=f"where datasets keeps its copy of {corpus}: a Hugging Face dataset's download, or the "
-                             f"table it reads from a .jsonl, .json, .csv, .tsv or .parquet file (default "
+                             f"table it reads from a .jsonl, .json or .parquet file (default "
                              f"HF_DATASETS_CACHE)")
 
 
