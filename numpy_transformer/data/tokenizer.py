@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 
 from numpy_transformer.data.detokenize import detokenize
+from numpy_transformer.bounded_json import TOKENIZER_BYTES, parse_json, read_bounded
 
 SPECIAL_TOKENS = ("[UNK]", "[PAD]", "[SOS]", "[EOS]")
 UNK, PAD, SOS, EOS = SPECIAL_TOKENS
@@ -145,10 +146,12 @@ class WordTokenizer(TextTokenizer):
             if not match:
                 raise ValueError(f"{path}: cannot tell the language from the file name; pass language=")
             language = match.group(1)
-        if not path.is_file():
+        if not path.exists():
             raise FileNotFoundError(f"no tokenizer file at {path}")
+        text = read_bounded(path, TOKENIZER_BYTES)
+        parse_json(text, f"{path}: not a tokenizer file")      # bounded, before the library parses it
         try:
-            return cls(Tokenizer.from_file(str(path)), language)
+            return cls(Tokenizer.from_str(text.decode("utf-8")), language)
         except Exception as error:  # the tokenizers library raises a bare Exception on bad JSON
             raise ValueError(f"{path}: not a tokenizer file ({error})") from None
 

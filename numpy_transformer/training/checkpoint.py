@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from numpy_transformer.config import TransformerConfig
+from numpy_transformer.bounded_json import parse_json
 from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 from numpy_transformer.training.bounded_archive import read_npz
@@ -221,7 +222,8 @@ def _read_config(directory, kind, config_class):
     except FileNotFoundError:
         raise CheckpointError(f"{path} is missing: the checkpoint in {directory} is incomplete") from None
     except (ValueError, TypeError) as error:   # json.JSONDecodeError is a ValueError
-        raise CheckpointError(f"{path}: not a valid {kind} configuration ({error})") from None
+        raise CheckpointError(f"{path}: not a valid {kind} configuration ({str(error).removeprefix(f'{path}: ')})") \
+            from None
 
 
 def _read_tokenizer(directory, language):
@@ -255,7 +257,7 @@ def _read_archive(path, parameters):
     the shape of <name>, and so must every optimizer member of a parameter (or be a number)."""
     try:
         arrays = read_npz(path, functools.partial(_check_member, path, parameters))
-        state = json.loads(str(arrays.pop("state")))
+        state = parse_json(str(arrays.pop("state")), f"{path}: its 'state' entry", finite=False)
     except KeyError:
         raise CheckpointError(f"{path} has no 'state' entry: it was not written by numpy-transformer") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:

@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import atomic_write_text, fsync_directory
+from numpy_transformer.bounded_json import read_json
 from numpy_transformer.training.checkpoint import ARCHIVE
 from numpy_transformer.training.run_folder import MANIFEST as RUN_MANIFEST, RunFolderError, check_lock, release_lock, \
     take_lock
@@ -146,7 +147,7 @@ class OutputFolder:
 def read_manifest(folder):
     """The output manifest of `folder` as a dict ({} without a readable one)."""
     try:
-        record = json.loads((Path(folder) / OUTPUT_MANIFEST).read_text(encoding="utf-8"))
+        record = read_json(Path(folder) / OUTPUT_MANIFEST)
     except (OSError, ValueError):
         return {}
     files = record.get("files") if isinstance(record, dict) else None

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import atomic_write_text
+from numpy_transformer.bounded_json import read_json
 
 MANIFEST, LOCK = ".numpy-transformer-run.json", ".numpy-transformer-run.lock"
 
@@ -199,7 +200,7 @@ def _checked_directory(directory):
 def _read_manifest(directory):
     """The file names the manifest of `directory` lists ([] without a readable manifest)."""
     try:
-        record = json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
+        record = read_json(Path(directory) / MANIFEST)
     except (OSError, ValueError):
         return []
     files = record.get("files") if isinstance(record, dict) else None
@@ -208,7 +209,7 @@ def _read_manifest(directory):
 
 def _read_lock(path):
     try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        record = read_json(path)
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
