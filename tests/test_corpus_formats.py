@@ -3,6 +3,7 @@ alone, as official splits, or in a folder), and CSV/TSV files without a header o
 named otherwise (`--columns`); every way they can fail to pair up is one line naming the file."""
 import csv
 import json
+import os
 
 import pytest
 
@@ -333,6 +334,29 @@ def test_a_language_models_text_file_ends_lines_at_newline_only(tmp_path):
     from numpy_transformer.data.texts import read_texts
 
     assert read_texts(path) == ["One\u2028line.", "None", "NA", "0012"]
+
+
+@pytest.mark.parametrize("args, named, kind", [
+    (["--dataset", "/dev/zero"], "/dev/zero", "a character device"),
+    (["--dataset", "pipe.tsv"], "pipe.tsv", r"a named pipe \(FIFO\)"),
+    (["--dataset", "corpus"], "corpus.de", r"a named pipe \(FIFO\)"),
+    (["--dataset", "pairs.tsv", "--columns", "en,de", "--validation-file", "pipe.tsv"], "pipe.tsv",
+     r"a named pipe \(FIFO\)"),
+    (["--task", "lm", "--dataset", "pipe.tsv"], "pipe.tsv", r"a named pipe \(FIFO\)"),
+])
+def test_a_pipe_or_a_device_given_as_data_is_named_for_what_it_is_and_never_opened(tmp_path, monkeypatch, args,
+                                                                                    named, kind):
+    """Opening a FIFO would wait for a writer forever, and /dev/zero never ends: both are refused
+    from their type alone, with what --dataset takes."""
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "pipe.tsv")
+    write_table(tmp_path / "pairs.tsv", ROWS)
+    write_lines(tmp_path / "corpus.en", ENGLISH)
+    os.mkfifo(tmp_path / "corpus.de")
+    out = tmp_path / "run"
+    status, _, err = run_main(["train", "--out", out, "--pair", "en-de", *args, *TINY])
+    assert_clear_error(status, err, rf"error: {named}: {kind}, not a regular file or a folder: .*takes .*save the "
+                                    rf"data to a file first$", absent_folder=out)
 
 
 # The command: a run saves how it read its data, evaluate rebuilds it
