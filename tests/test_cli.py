@@ -97,9 +97,12 @@ def test_train_resume_continues_and_refuses_new_settings(trained, tmp_path):
     status, _, err = run_main(["train", "--out", directory, *TINY])
     assert_clear_error(status, err, "already holds a trained model: to train another model, give a new folder with "
                                     "--out NEW; to continue this one, --resume")
-    status, _, err = run_main(["train", "--out", directory, "--resume", "--d-model", "32"])
-    assert_clear_error(status, err, "cannot change d_model")
-    status, out, err = run_main(["train", "--out", directory, "--resume", "--steps", "12", "--samples", "0"])
+    status, _, err = run_main(["train", "--out", directory, "--resume", "--d-model", "32", "--task", "translation"])
+    assert_clear_error(status, err, r"cannot change d_model \(only")            # the run's own task is no change
+    status, _, err = run_main(["train", "--out", directory, "--resume", "--task", "lm"])
+    assert_clear_error(status, err, r"cannot change task \(only")
+    own = ["--task", "translation", "--dataset", "builtin", "--d-model", "16", "--max-len", "32", "--n-pairs", "120"]
+    status, out, err = run_main(["train", "--out", directory, "--resume", *own, "--steps", "12", "--samples", "0"])
     assert status == 0, err
     assert "Resuming" in out and "at step 10 of 12" in out
     assert json.loads((directory / "metrics.json").read_text())["steps"] == 12

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.bounded_json import parse_json
+from numpy_transformer.bounded_json import parse_json, read_json
 from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 from numpy_transformer.training.bounded_archive import read_npz
@@ -211,8 +211,33 @@ def _check_complete(directory):
         raise CheckpointError(f"no checkpoint at {directory}: the folder does not exist "
                               f"(train a model there with: numpy-transformer train --out {directory})")
     if not (directory / ARCHIVE).is_file():
+        other = _other_output(directory)
+        if other:
+            raise CheckpointError(f"no checkpoint in {directory}: it holds {other}, not a training run, and train "
+                                  f"does not write over it: evaluate and --resume read the run folder itself (the "
+                                  f"folder train --out wrote); to train a new model, choose a new folder with --out")
         raise CheckpointError(f"no checkpoint in {directory}: {ARCHIVE} is missing (training has not saved one "
                               f"there; train with: numpy-transformer train --out {directory})")
+
+
+OUTPUT_MANIFEST = ".numpy-transformer-output.json"       # output_folder's (which imports this module)
+MODEL_FILES = ("model.safetensors", "config.json", "model.json")
+
+
+def _other_output(directory):
+    """What a folder without checkpoint.npz holds when it is another command's output or a model
+    folder rather than a run ("the output of export (model.json, model.safetensors)"), or None."""
+    try:
+        record = read_json(directory / OUTPUT_MANIFEST)
+    except (OSError, ValueError):
+        record = None
+    if isinstance(record, dict) and isinstance(record.get("command"), str) and isinstance(record.get("files"), dict):
+        files = ", ".join(sorted(name for name in record["files"] if isinstance(name, str))[:4])
+        return f"the output of {record['command']} ({files})"
+    found = [name for name in MODEL_FILES if (directory / name).is_file()]
+    if "model.safetensors" in found or "config.json" in found:
+        return f"a model's files ({', '.join(found)}: an export, or a Hugging Face model folder)"
+    return None
 
 
 def _read_config(directory, kind, config_class):
