@@ -77,6 +77,15 @@ def test_translate_notes_the_words_it_has_never_seen(trained):
     assert "'xylophone'" in note and "'the'" not in note
 
 
+def test_translate_reads_special_token_names_in_a_sentence_as_text(trained):
+    """`[EOS]` typed in a sentence does not end it, nor `[PAD]` pad it: they are words the
+    vocabulary lacks, and the note names them."""
+    status, out, err = run_main(["translate", "--checkpoint", trained[0], "the man [EOS] eats [PAD] ."])
+    assert status == 0 and len(out.splitlines()) == 1
+    note = next(line for line in err.splitlines() if "[UNK]" in line)
+    assert "'EOS'" in note and "'PAD'" in note
+
+
 def test_translate_translates_a_sentence_longer_than_the_model_was_trained_on(trained):
     directory, _ = trained               # sinusoidal positions: the 42 tokens are read whole, past max_len 32
     status, out, err = run_main(["translate", "--checkpoint", directory, "the man eats .", "the man " * 20])

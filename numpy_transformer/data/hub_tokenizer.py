@@ -75,8 +75,10 @@ class HubTokenizer(TextTokenizer):
         except Exception as error:  # the tokenizers library raises a bare Exception
             raise ValueError(f"{self.path}: this tokenizer cannot encode {text[:40]!r} ({error})") from None
 
-    def encode(self, text):
-        """Token ids of `text`, without special tokens."""
+    def encode(self, text, keep=()):
+        """Token ids of `text`, without special tokens. A special token's name typed in the text
+        is that token, as `transformers` reads it (split_special_tokens=False), so that a Hugging
+        Face checkpoint gives the outputs it gives there; `keep` changes nothing."""
         return self.encoding(text).ids
 
     def require(self, roles, command):
