@@ -49,7 +49,8 @@ def test_hostile_json_is_one_value_error_naming_the_place_and_the_field(text, me
 def test_what_real_files_hold_is_read_as_json_reads_it():
     """transformers writes int(1e30) as model_max_length; deep but legal nesting; strings full of
     brackets; a log line's NaN where non-finite values are allowed."""
-    text = json.dumps({"model_max_length": int(1e30), "nested": json.loads("[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)),
+    deepest = json.loads("[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1))
+    text = json.dumps({"model_max_length": int(1e30), "nested": deepest,
                        "text": "[[[{{{" * 1000, "e": 1e-300, "big": 2**63})
     assert parse_json(text, "f") == json.loads(text)
     assert np.isnan(parse_json('{"loss": NaN}', "f", finite=False)["loss"])
@@ -81,15 +82,15 @@ def test_a_configuration_bounds_every_integer_to_64_bits_and_names_the_field():
 
 # Through the commands: a run folder
 
-HOSTILE = {"deep": DEEP, "huge": None, "infinite": None, "nan": None}
+HOSTILE = {"deep": DEEP, "huge": HUGE, "infinite": "1e400", "nan": "NaN"}
 
 
 def hostile_text(original, case, field):
-    """The JSON text `original` with `field` made hostile: nested 100,000 deep, 400 digits, 1e400, NaN."""
+    """The JSON text `original` with `field` made hostile (`HOSTILE[case]`): nested 100,000 deep,
+    401 digits, 1e400, NaN."""
     values = json.loads(original)
     values[field] = "@"
-    text = json.dumps(values)
-    return text.replace('"@"', {"deep": DEEP, "huge": HUGE, "infinite": "1e400", "nan": "NaN"}[case])
+    return json.dumps(values).replace('"@"', HOSTILE[case])
 
 
 @pytest.mark.parametrize("case", HOSTILE)
