@@ -59,7 +59,7 @@ def fill_mask(model, tokenizer, text, top_k=5):
     """For each [MASK] of `text`, the `top_k` most probable tokens and their probabilities
     P(x_i | x_≠i), best first: a list (one per [MASK]) of (token, probability) lists."""
     top_k = checked_integer("top_k", top_k, low=1)
-    ids = np.asarray([[tokenizer.cls_id, *tokenizer.encode(text), tokenizer.sep_id]])
+    ids = np.asarray([[tokenizer.cls_id, *tokenizer.encode(text, keep=[tokenizer.mask_id]), tokenizer.sep_id]])
     masked = np.flatnonzero(ids[0] == tokenizer.mask_id)
     if masked.size == 0:
         raise ValueError(f"no [MASK] in {text!r}: write [MASK] where the missing word goes")

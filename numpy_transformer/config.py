@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from autograd.checks import checked_integer, checked_number, is_integer
+from numpy_transformer.bounded_json import parse_json, read_json
 from autograd.functional.layer_norm import VARIANTS as NORM_VARIANTS
 from numpy_transformer.attention.variants import (ATTENTION_KINDS, CAUSAL_KINDS, DEFAULTS as ATTENTION_DEFAULTS,
                                                   MODEL_OPTIONS as ATTENTION_MODEL_OPTIONS, attention_options,
@@ -62,20 +63,27 @@ class JsonConfig:
         return json.dumps(dataclasses.asdict(self), indent=2)
 
     @classmethod
-    def from_json(cls, text):
-        """The config written by `to_json`. Unknown keys, and missing keys of fields without a
-        default, are a ValueError naming them."""
-        values = json.loads(text)
+    def from_json(cls, text, where=None):
+        """The config written by `to_json`, parsed within bounds (`bounded_json`); errors start
+        with `where` (the file, or the class's name). Unknown keys, missing keys of fields
+        without a default, and integers outside 64 bits are a ValueError naming them."""
+        return cls.from_values(parse_json(text, where or cls.__name__), where)
+
+    @classmethod
+    def from_values(cls, values, where=None):
+        """The config of the JSON value `values` (see `from_json`)."""
+        where = where or cls.__name__
         if not isinstance(values, dict):
-            raise ValueError(f"{cls.__name__}: a config must be a JSON object, got {type(values).__name__}")
+            raise ValueError(f"{where}: a config must be a JSON object, got {type(values).__name__}")
         fields = {field.name: field for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - set(fields))
         if unknown:
-            raise ValueError(f"{cls.__name__}: unknown keys {unknown}; the fields are {list(fields)}")
+            raise ValueError(f"{where}: unknown keys {unknown}; the fields are {list(fields)}")
         missing = [name for name, field in fields.items() if name not in values
                    and field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING]
         if missing:
-            raise ValueError(f"{cls.__name__}: missing keys {missing}")
+            raise ValueError(f"{where}: missing keys {missing}")
+        _check_integers_fit(values, where)
         return cls(**values)
 
     def save(self, path):
@@ -83,7 +91,8 @@ class JsonConfig:
 
     @classmethod
     def load(cls, path):
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """The config saved in the file `path`, read within bounds (`bounded_json.read_json`)."""
+        return cls.from_values(read_json(path), str(path))
 
     def fail(self, message):
         raise ValueError(f"{type(self).__name__}: {message}")
@@ -258,15 +267,20 @@ class TransformerConfig(JsonConfig):
         return cls(vocab_size, vocab_size, **{**ONE_STACK_DEFAULTS, **overrides, **layers, "kind": kind})
 
     @classmethod
-    def from_json(cls, text):
+    def from_json(cls, text, where=None):
         """The config written by `to_json`, or by the LanguageModelConfig of numpy-transformer 0.1
         (keys vocab_size, n_layers, causal, and no src_vocab_size): a decoder-only model when
         causal (its default), else an encoder-only one, its missing keys taking the defaults of
         `decoder_only`."""
-        values = json.loads(text)
+        return super().from_json(text, where)
+
+    @classmethod
+    def from_values(cls, values, where=None):
+        """The config of the JSON value `values`, in either form `from_json` reads."""
         if isinstance(values, dict) and "vocab_size" in values and "src_vocab_size" not in values:
+            _check_integers_fit(values, where or cls.__name__)
             return cls.from_language_model_fields(**values)
-        return super().from_json(text)
+        return super().from_values(values, where)
 
     @classmethod
     def from_language_model_fields(cls, vocab_size, n_layers=6, causal=True, **fields):
@@ -392,6 +406,21 @@ class TransformerConfig(JsonConfig):
         if self.share_source_embedding and self.src_vocab_size != self.tgt_vocab_size:
             self.fail(f"share_source_embedding needs one vocabulary for both languages, got "
                   f"src_vocab_size={self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
+
+
+def _check_integers_fit(values, where):
+    """A ValueError naming the first field of `values` (a JSON object, its nested objects and
+    lists included) holding an integer outside 64 bits: no size, count or seed is that large,
+    and NumPy could not hold it."""
+    stack = [(name, value) for name, value in values.items()]
+    while stack:
+        name, value = stack.pop()
+        if is_integer(value) and not -2**63 <= value < 2**63:
+            raise ValueError(f"{where}: {name} must be an integer of 64 bits (below 2**63 in size), got {value!r}")
+        if isinstance(value, dict):
+            stack.extend((f"{name}.{key}", inner) for key, inner in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{name}[{k}]", inner) for k, inner in enumerate(value))
 
 
 def check_model_kind(model_name, config, kind):

@@ -77,6 +77,15 @@ def test_translate_notes_the_words_it_has_never_seen(trained):
     assert "'xylophone'" in note and "'the'" not in note
 
 
+def test_translate_reads_special_token_names_in_a_sentence_as_text(trained):
+    """`[EOS]` typed in a sentence does not end it, nor `[PAD]` pad it: they are words the
+    vocabulary lacks, and the note names them."""
+    status, out, err = run_main(["translate", "--checkpoint", trained[0], "the man [EOS] eats [PAD] ."])
+    assert status == 0 and len(out.splitlines()) == 1
+    note = next(line for line in err.splitlines() if "[UNK]" in line)
+    assert "'EOS'" in note and "'PAD'" in note
+
+
 def test_translate_translates_a_sentence_longer_than_the_model_was_trained_on(trained):
     directory, _ = trained               # sinusoidal positions: the 42 tokens are read whole, past max_len 32
     status, out, err = run_main(["translate", "--checkpoint", directory, "the man eats .", "the man " * 20])
@@ -97,9 +106,12 @@ def test_train_resume_continues_and_refuses_new_settings(trained, tmp_path):
     status, _, err = run_main(["train", "--out", directory, *TINY])
     assert_clear_error(status, err, "already holds a trained model: to train another model, give a new folder with "
                                     "--out NEW; to continue this one, --resume")
-    status, _, err = run_main(["train", "--out", directory, "--resume", "--d-model", "32"])
-    assert_clear_error(status, err, "cannot change d_model")
-    status, out, err = run_main(["train", "--out", directory, "--resume", "--steps", "12", "--samples", "0"])
+    status, _, err = run_main(["train", "--out", directory, "--resume", "--d-model", "32", "--task", "translation"])
+    assert_clear_error(status, err, r"cannot change d_model \(only")            # the run's own task is no change
+    status, _, err = run_main(["train", "--out", directory, "--resume", "--task", "lm"])
+    assert_clear_error(status, err, r"cannot change task \(only")
+    own = ["--task", "translation", "--dataset", "builtin", "--d-model", "16", "--max-len", "32", "--n-pairs", "120"]
+    status, out, err = run_main(["train", "--out", directory, "--resume", *own, "--steps", "12", "--samples", "0"])
     assert status == 0, err
     assert "Resuming" in out and "at step 10 of 12" in out
     assert json.loads((directory / "metrics.json").read_text())["steps"] == 12

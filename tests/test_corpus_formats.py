@@ -1,7 +1,9 @@
 """Corpora as people have them: parallel text files (corpus.en + corpus.de, one sentence a line,
 alone, as official splits, or in a folder), and CSV/TSV files without a header or with columns
 named otherwise (`--columns`); every way they can fail to pair up is one line naming the file."""
+import csv
 import json
+import os
 
 import pytest
 
@@ -246,6 +248,115 @@ def test_columns_map_a_hub_tables_other_names_too():
     with pytest.raises(ValueError, match=r"the dataset x/y: .*Map the columns that hold them with "
                                          r"--columns english=en,german=de"):
         hub_pairs(table, ("en", "de"), "the dataset x/y")
+
+
+# Read literally: a field is its text, a line is a row
+
+# sentences that a reader with CSV quoting, NA detection or type guessing would change or refuse
+LITERAL = [('"Run!"', '"Corri!"'), ("None", "Nessuno"), ("NA", "null"), ("nan", "NaN"), ("True", "False"),
+           ("1e5", "100000"), ("0012", "12"), ("42", "7"), ("# not a comment", "#hashtag"),
+           ('"Open the door', "Apri la porta"), ("he said.", 'and closed it"'), ('She said "hi".', "Disse «ciao»."),
+           ("'Single'", "'Singolo'"), ('""', '"" ""'), ("Tab\u00a0free.", "Senza\u2028tab.")]
+# one row more: the 200-line case, a quote opening on one line and closing many lines later
+LONG = [(f"Sentence {i}.", f"Frase {i}.") for i in range(200)]
+LONG[20], LONG[25] = ('"Opens here', "Si apre"), ("closes here\"", "si chiude\"")
+
+
+def load_file(path, **options):
+    from numpy_transformer.data.files import load_pairs_file
+
+    return load_pairs_file(path, ("en", "de"), **options)
+
+
+@pytest.mark.parametrize("rows", [LITERAL, LONG], ids=["classes", "200 lines"])
+@pytest.mark.parametrize("header", [None, ("en", "de")], ids=["headerless", "header"])
+@pytest.mark.parametrize("end", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_tsv_file_is_read_literally_one_row_a_line_no_quoting_no_na_no_types(tmp_path, rows, header, end):
+    path = write_lines(tmp_path / "pairs.tsv", ([("\t".join(header))] if header else []) +
+                       ["\t".join(row) for row in rows], end)
+    pairs = load_file(path, columns=None if header else "en,de")
+    assert [(pair.src, pair.tgt) for pair in pairs] == rows
+
+
+def test_parallel_text_files_are_read_literally(tmp_path):
+    prefix = write_parallel(tmp_path / "corpus", LITERAL + LONG)
+    assert [(pair.src, pair.tgt) for pair in load_file(prefix)] == LITERAL + LONG
+
+
+def test_a_byte_order_mark_a_lone_carriage_return_and_spaces_are_read_as_written(tmp_path):
+    """A BOM starts the file, not the sentence; a lone "\r" inside a line is a character of the
+    sentence (a line ends at "\n" only); spaces around a field are kept; a line blank in every
+    field is skipped."""
+    path = tmp_path / "pairs.tsv"
+    path.write_bytes("\ufeffHello.\tCiao.\nOne\rtwo\tUno\rdue\n  Hi \tx y \n\t\nLast.\tUltimo.".encode("utf-8"))
+    assert [(pair.src, pair.tgt) for pair in load_file(path, columns="en,de")] == [
+        ("Hello.", "Ciao."), ("One\rtwo", "Uno\rdue"), ("  Hi ", "x y "), ("Last.", "Ultimo.")]
+
+
+def test_a_csv_file_keeps_its_quoting_and_every_field_stays_a_string(tmp_path):
+    rows = [*LITERAL, ("We eat, then drink.", "Mangiamo, poi beviamo."), ("Two\nlines.", "Due\r\nrighe."), ("", "")]
+    path = tmp_path / "pairs.csv"
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        csv.writer(file).writerows([("en", "de"), *rows])
+    assert [(pair.src, pair.tgt) for pair in load_file(path)] == rows[:-1]      # the blank row is skipped
+    path.write_text('\ufeffen,de\r\nNone,NA\r\n0012,1e5\r\n"Say ""hi"".",Ciao\r\n', encoding="utf-8")
+    assert [(pair.src, pair.tgt) for pair in load_file(path)] == [("None", "NA"), ("0012", "1e5"),
+                                                                  ('Say "hi".', "Ciao")]
+
+
+@pytest.mark.parametrize("name, text, columns, message", [
+    ("pairs.csv", 'en,de\nHello.,Hallo.\n"Open,Offen\nThen,Dann\n', None,
+     r"pairs\.csv: line 3: a quoted field opens there and its closing quote never comes: close it"),
+    ("pairs.csv", 'Hello.,Hallo.\n"Hi" there,Hallo\n', "en,de", r"pairs\.csv: line 2: not CSV \(.*\): quote a field"),
+    ("pairs.csv", "en,de\nOne\rtwo,Eins\n", None, r"pairs\.csv: line 2: not CSV \(new-line character"),
+    ("pairs.csv", "en,de\nWe eat, then drink.,Wir essen.\n", None,
+     r"pairs\.csv: line 2 has 3 comma-separated fields, and its header \(first row\) names 2: .* quote a field that"),
+    ("pairs.tsv", "Hello.\tHallo.\nBye.\tTschüss.\t\n", "en,de",
+     r"pairs\.tsv: line 2 has 3 tab-separated fields, and --columns en,de names 2: every row has one field per column"),
+    ("pairs.tsv", "Hello.\tHallo.\nBye.\n", "en,de", r"pairs\.tsv: line 2 has 1 tab-separated fields"),
+    ("pairs.tsv", "Hello.\tHallo.\n\tTschüss.\n", "en,de",
+     r"pairs\.tsv: line 2 has no 'en' text \(found ''\): write it, or delete the line$"),
+    ("pairs.tsv", "\n\nHello.\tHallo.\n \tNA\n", "en,de", r"pairs\.tsv: line 4 has no 'en' text \(found ' '\)"),
+    ("pairs.tsv", "en\ten\nHello.\tHallo.\n", None,
+     r"pairs\.tsv: its header \(first row\) names the column 'en' twice"),
+    ("pairs.tsv", "\n \t \n\n", "en,de", r"pairs\.tsv: every line is blank$"),
+])
+def test_a_table_file_that_cannot_be_read_literally_is_refused_naming_the_line(tmp_path, name, text, columns, message):
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    with pytest.raises(ValueError, match=message):
+        load_file(path, columns=columns)
+
+
+def test_a_language_models_text_file_ends_lines_at_newline_only(tmp_path):
+    path = tmp_path / "texts.txt"
+    path.write_bytes("\ufeffOne\u2028line.\r\nNone\n\x0cNA\n\n0012\n".encode("utf-8"))
+    from numpy_transformer.data.texts import read_texts
+
+    assert read_texts(path) == ["One\u2028line.", "None", "NA", "0012"]
+
+
+@pytest.mark.parametrize("args, named, kind", [
+    (["--dataset", "/dev/zero"], "/dev/zero", "a character device"),
+    (["--dataset", "pipe.tsv"], "pipe.tsv", r"a named pipe \(FIFO\)"),
+    (["--dataset", "corpus"], "corpus.de", r"a named pipe \(FIFO\)"),
+    (["--dataset", "pairs.tsv", "--columns", "en,de", "--validation-file", "pipe.tsv"], "pipe.tsv",
+     r"a named pipe \(FIFO\)"),
+    (["--task", "lm", "--dataset", "pipe.tsv"], "pipe.tsv", r"a named pipe \(FIFO\)"),
+])
+def test_a_pipe_or_a_device_given_as_data_is_named_for_what_it_is_and_never_opened(tmp_path, monkeypatch, args,
+                                                                                    named, kind):
+    """Opening a FIFO would wait for a writer forever, and /dev/zero never ends: both are refused
+    from their type alone, with what --dataset takes."""
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "pipe.tsv")
+    write_table(tmp_path / "pairs.tsv", ROWS)
+    write_lines(tmp_path / "corpus.en", ENGLISH)
+    os.mkfifo(tmp_path / "corpus.de")
+    out = tmp_path / "run"
+    status, _, err = run_main(["train", "--out", out, "--pair", "en-de", *args, *TINY])
+    assert_clear_error(status, err, rf"error: {named}: {kind}, not a regular file or a folder: .*takes .*save the "
+                                    rf"data to a file first$", absent_folder=out)
 
 
 # The command: a run saves how it read its data, evaluate rebuilds it

@@ -92,7 +92,7 @@ def test_missing_columns_are_listed(tmp_path):
 
 def test_a_row_without_text_is_named(tmp_path):
     path = write_csv(tmp_path / "holes.csv", [("Hello.", "Ciao."), ("Yes.", "")])
-    with pytest.raises(ValueError, match=r"holes\.csv: row 2 has no 'it' text"):
+    with pytest.raises(ValueError, match=r"holes\.csv: line 3 has no 'it' text \(found ''\): write it, or delete"):
         load(path)
 
 

@@ -229,7 +229,8 @@ def test_every_kind_has_the_special_tokens_first_and_round_trips_through_a_file(
     tokenizer = train_text_tokenizer(REAL_LOOKING["en"] * 20, "en", kind=kind, vocab_size=300)
     names = ("[UNK]", "[PAD]", "[SOS]", "[EOS]", "[CLS]", "[SEP]", "[MASK]")
     assert [tokenizer.tokenizer.id_to_token(i) for i in range(7)] == list(names)
-    assert tokenizer.encode("a [MASK] .").count(tokenizer.mask_id) == 1
+    assert tokenizer.encode("a [MASK] .", keep=[tokenizer.mask_id]).count(tokenizer.mask_id) == 1
+    assert tokenizer.mask_id not in tokenizer.encode("a [MASK] .")                   # typed, it is text
     tokenizer.save(tmp_path / "tokenizer_en.json")
     loaded = WordTokenizer.load(tmp_path / "tokenizer_en.json")
     assert loaded.kind == kind and loaded.mask_id == 6
@@ -311,3 +312,53 @@ def test_a_continuation_is_written_after_its_prompt_as_the_whole_decodes(kind):
     for cut in range(1, len(ids)):
         prompt = tokenizer.decode(ids[:cut])
         assert prompt + continuation_text(tokenizer, ids[cut:], ids[:cut]) == "Zwei Schneehunde spielen im Hut, der Schnee."
+
+
+# A special token's name typed in a text is text
+
+TYPED = "the [PAD] man [EOS] eats [SOS] bread [MASK] [CLS] [SEP] [UNK] ."
+
+
+@pytest.mark.parametrize("kind", ("word", *SUBWORD_KINDS))
+def test_special_token_names_typed_in_a_text_are_text_not_special_tokens(kind):
+    """In a sentence to translate, a prompt or a corpus, `[PAD]` or `[EOS]` are written text:
+    read by the tokenizer's ordinary rules (word level: `[` `PAD` `]`; byte-level BPE: bytes, back
+    to the same text), or [UNK] where those rules would give the special token itself (a
+    WordPiece or unigram vocabulary lists it); never the id that would end or pad the sentence."""
+    from numpy_transformer.data import train_text_tokenizer
+
+    tokenizer = train_text_tokenizer(REAL_LOOKING["en"] * 20 + ["the man eats [ PAD ] ."] * 5, "en", kind=kind,
+                                     vocab_size=300)
+    ids = tokenizer.encode(TYPED)
+    assert not set(ids) & (set(tokenizer.special_ids) - {tokenizer.unk_id})
+    assert len(ids) == len(tokenizer.tokens(TYPED)) == len(tokenizer.word_indices(TYPED))
+    if kind in ("word", "bpe"):
+        assert tokenizer.tokens("[PAD]")[:3] == (["[", "PAD", "]"] if kind == "word" else ["[", "P", "A"])
+    if kind == "bpe":
+        assert tokenizer.decode(ids) == TYPED
+    if kind in ("wordpiece", "unigram"):
+        assert {"[PAD]", "[EOS]", "[SOS]", "[MASK]"} <= set(tokenizer.unknown_words(TYPED))
+    kept = tokenizer.encode(TYPED, keep=[tokenizer.mask_id])
+    assert kept.count(tokenizer.mask_id) == 1 and not set(kept) & {tokenizer.pad_id, tokenizer.eos_id}
+    assert tokenizer.encode("the man eats .", keep=[tokenizer.mask_id]) == tokenizer.encode("the man eats .")
+
+
+def test_a_corpus_sentence_holding_special_token_names_is_encoded_as_text():
+    from numpy_transformer.data import Pair
+    from numpy_transformer.data.batching import encode_pairs
+    from numpy_transformer.data.tokenizer import train_tokenizers
+
+    splits = german_english_splits()
+    source, target = train_tokenizers(splits)
+    encoded = encode_pairs([Pair("a [PAD] [EOS] b", "[SOS] c [PAD]")], source, target)
+    for ids, tokenizer in ((encoded.src[0], source), (encoded.tgt[0], target)):
+        assert not {tokenizer.pad_id, tokenizer.sos_id, tokenizer.eos_id} & set(ids.tolist())
+
+
+def test_a_prompt_holding_special_token_names_gives_no_special_id_but_its_start():
+    from numpy_transformer.completion import prompt_ids
+    from numpy_transformer.data import train_text_tokenizer
+
+    tokenizer = train_text_tokenizer(REAL_LOOKING["en"] * 20, "en")
+    ids = prompt_ids(tokenizer, "[EOS] [PAD] [SOS]", 64)
+    assert ids[0] == tokenizer.sos_id and not set(ids[1:]) & set(tokenizer.special_ids) - {tokenizer.unk_id}

@@ -309,6 +309,25 @@ def test_out_never_replaces_a_file_unless_asked(minilm_like, tmp_path):
     assert json.loads(mine.read_text())["text"] == "the cat"
 
 
+@pytest.mark.parametrize("name", ["e.npy", "e.jsonl"])
+def test_out_past_the_file_size_limit_is_one_true_line_and_leaves_no_file(minilm_like, tmp_path, name):
+    """`ulimit -f` (RLIMIT_FSIZE; Python ignores SIGXFSZ, so the write fails with EFBIG) stands
+    for a disk that fills: the line says what happened to which file, not NumPy's "48000
+    requested and 12768 written", and neither the file nor its temporary is left behind."""
+    import resource
+
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100, limits[1]))
+    try:
+        status, _, err = embed_command(minilm_like, "--out", tmp_path / name, "--quiet", *TEXTS)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+    assert_one_line((status, "", err), rf"{name}: the file would be larger than this process may write \(ulimit -f\) "
+                                       rf"or the file system allows: raise the limit, or choose another folder")
+    assert "requested" not in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["encoder"]
+
+
 def test_similarity_prints_the_cosine_matrix_and_search_ranks_the_texts(minilm_like):
     model, tokenizer, recipe = load_sentence_encoder(minilm_like)
     vectors = embed(model, tokenizer, TEXTS, recipe)

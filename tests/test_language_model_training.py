@@ -181,7 +181,8 @@ def test_fill_mask_prints_token_tab_probability_best_first(mlm_run):
     assert probabilities == sorted(probabilities, reverse=True) and 0 < probabilities[-1] <= probabilities[0] <= 1
     checkpoint = load_checkpoint(directory)
     tokenizer = checkpoint.tokenizers[0]
-    ids = np.array([[tokenizer.cls_id, *tokenizer.encode("the [MASK] eats ."), tokenizer.sep_id]])
+    masked = tokenizer.encode("the [MASK] eats .", keep=[tokenizer.mask_id])
+    ids = np.array([[tokenizer.cls_id, *masked, tokenizer.sep_id]])
     logits = checkpoint.model.eval()(ids).data[0, 2]
     logits[tokenizer.special_ids] = -np.inf
     assert rows[0][0] == tokenizer.token(int(np.argmax(logits)))

@@ -61,6 +61,21 @@ def test_export_refuses_a_folder_holding_the_users_config_json_and_keeps_it(run,
     assert listing(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
 
 
+def test_evaluate_and_resume_on_an_export_folder_advise_a_command_that_works(run, tmp_path):
+    """An export is not a run: evaluate and --resume say so, and do not advise `train --out EXPORT`,
+    which would be refused (the folder holds files a run did not write)."""
+    exported = tmp_path / "exported"
+    status, _, err = run_main(["export", "--checkpoint", run, "--to", "torch", exported])
+    assert status == 0, err
+    for command in (["evaluate", "--checkpoint", exported], ["train", "--out", exported, "--resume"]):
+        status, _, err = run_main(command)
+        assert_clear_error(status, err, rf"no checkpoint in {exported}: it holds the output of export \(model\.json, "
+                                        rf"model\.safetensors\), not a training run.* choose a new folder with --out$")
+        assert "train --out" not in err.replace("the folder train --out wrote", "")
+    status, _, err = run_main(["train", "--out", exported, *TINY_RUN])
+    assert_clear_error(status, err, r"holds model\.json, which a run would replace")      # the advice not given
+
+
 def test_an_empty_out_is_refused_and_the_current_folder_left_alone(run, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for command in (["export", "--checkpoint", run, "--to", "torch", ""],

@@ -137,6 +137,8 @@ OS_ERROR_ADVICE = {
     errno.ENOSPC: "the disk is full: free some space, or choose a folder on another disk",
     errno.EDQUOT: "the disk quota is used up: free some space, or choose another folder",
     errno.EROFS: "the file system is read-only: choose a folder you can write to",
+    errno.EFBIG: "the file would be larger than this process may write (ulimit -f) or the file system allows: raise "
+                 "the limit, or choose another folder",
     errno.EACCES: "permission denied: choose a folder you can write to",
     errno.EPERM: "not permitted: choose a folder you can write to",
     errno.ENOTDIR: "a part of this path is a file, not a folder",
@@ -149,7 +151,7 @@ OS_ERROR_ADVICE = {
 
 
 # the errors of writing: a file written atomically (a checkpoint among them) keeps its previous version
-WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 
 
 def os_error_message(error):

@@ -6,7 +6,6 @@ Nothing here imports NumPy: the parser is built before the BLAS thread count is 
 argparse types import the checks of `autograd.checks` when they run, after it is.
 """
 import argparse
-import json
 import os
 import sys
 
@@ -60,10 +59,12 @@ def probability(text):
 
 def json_object(text):
     """argparse type: a JSON object such as '{"window": 8}'."""
+    from numpy_transformer.bounded_json import parse_json
+
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text!r}") from None
+        value = parse_json(text, "the value", remedy="write it as JSON, such as '{\"window\": 8}'")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{str(error).removeprefix('the value: ')}: {text[:60]!r}") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"window\": 8}}', got {text!r}")
     return value
@@ -99,7 +100,7 @@ def add_dataset_cache_argument(parser, corpus):
     """--cache-dir of a command that reads `corpus` (a Hugging Face dataset, through datasets)."""
     parser.add_argument("--cache-dir", metavar="DIR",
                         help=f"where datasets keeps its copy of {corpus}: a Hugging Face dataset's download, or the "
-                             f"table it reads from a .jsonl, .json, .csv, .tsv or .parquet file (default "
+                             f"table it reads from a .jsonl, .json or .parquet file (default "
                              f"HF_DATASETS_CACHE)")
 
 

@@ -131,15 +131,22 @@ def json_lines(texts, vectors):
 
 
 def write_embeddings(path, texts, vectors):
-    """The embeddings into `path` as a whole (`atomic_write`): .npy, or JSON lines; its folder
-    created if missing (runs/corpus.npy in a fresh clone)."""
+    """The embeddings into `path` as a whole (`atomic_write`): .npy, or JSON lines. The .npy
+    file is made in memory and written by Python's file object: NumPy writes an array to a real
+    file with C's fwrite, whose short write on a full disk or past `ulimit -f` comes back as
+    "48000 requested and 12768 written", without the errno that says which. Its folder is created if missing (runs/corpus.npy in a
+    fresh clone)."""
+    import io
+
     import numpy as np
 
     from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".npy":
-        atomic_write(path, lambda file: np.save(file, vectors))
+        content = io.BytesIO()
+        np.save(content, vectors)
+        atomic_write(path, lambda file: file.write(content.getbuffer()))
     else:
         atomic_write_text(path, json_lines(texts, vectors))
 

@@ -331,13 +331,38 @@ def resume_run(args, model, training, data, options):
     """The run in --out, continued. Only how long it runs and how often it reports may change."""
     from numpy_transformer.training.run import RESUMABLE_FIELDS, Run
 
-    changed = [name for name in (*model, *data)] + (["preset"] if args.preset else [])
+    changed = changed_settings(args.out, model, data) + (["preset"] if args.preset else [])
     if changed:
         raise ValueError(f"--resume continues the saved run with its own settings; cannot change "
                          f"{', '.join(changed)} (only {', '.join(RESUMABLE_FIELDS)} may change)")
     run = Run.resume(args.out, training, **options)
     print(f"Resuming {run.directory} at step {run.trainer.state.step} of {run.trainer.total_steps}.")
     return run
+
+
+def changed_settings(directory, model, data):
+    """The model and data settings given with --resume (flags: {field: value}) whose values are
+    not the run's own: repeating the run's `--task lm` or `--dataset pairs.tsv` changes nothing.
+    A folder whose configurations cannot be read: none (Run.resume names the file)."""
+    from pathlib import Path
+
+    from numpy_transformer.config import TransformerConfig
+    from numpy_transformer.training.checkpoint import CONFIG_FILES
+    from numpy_transformer.training.settings import DataConfig
+
+    try:
+        saved = {"model": TransformerConfig.load(Path(directory) / CONFIG_FILES["model"]),
+                 "data": DataConfig.load(Path(directory) / CONFIG_FILES["data"])}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+    absent = object()
+
+    def same(config, name, value):
+        own = getattr(config, name, absent)
+        return own == value or (isinstance(own, str) and isinstance(value, str) and own == str(Path(value).resolve()))
+
+    return [name for kind, given in (("model", model), ("data", data)) for name, value in given.items()
+            if not same(saved[kind], name, value)]
 
 
 MODEL_KINDS = {"translation": "encoder-decoder", "lm": "decoder-only (causal)", "mlm": "encoder-only (masked LM)"}

@@ -1,5 +1,5 @@
-"""Local parallel corpora: JSON lines, CSV, TSV or Parquet files read through `datasets`, and
-the parallel text files of Moses and WMT (`moses.py`).
+"""Local parallel corpora: CSV and TSV files read literally (`read_delimited`), JSON lines and
+Parquet files read through `datasets`, and the parallel text files of Moses and WMT (`moses.py`).
 
 A table file, for a language pair such as en-it, holds the pairs in one of two layouts:
   - the opus_books schema, one row per pair: {"id": "0", "translation": {"en": "…", "it": "…"}}
@@ -10,9 +10,15 @@ A table file, for a language pair such as en-it, holds the pairs in one of two l
     data.tsv     en<TAB>it
                  Hello.<TAB>Ciao.
 
+A CSV or TSV file is text, and every field stays the text it holds: `None`, `NA`, `null`,
+`nan`, `True`, `1e5`, `0012` are sentences, not missing values or numbers. A TSV file is one row
+a line and has no quoting (a quote is part of its sentence); a CSV file has RFC 4180's quoting
+(a field in quotes holds commas, doubled quotes, line breaks), and a quote that never closes is
+refused naming its line.
+
 Columns named otherwise, or a CSV/TSV file without a header, are read with `columns` (the
-`--columns` flag, `parse_columns`), as `datasets.load_dataset("csv", column_names=…)` and
-`Dataset.rename_columns` read them:
+`--columns` flag, `parse_columns`): names in order (`column_names`) or a mapping of names
+(`Dataset.rename_columns`):
 
     --columns en,it                 no header: the first column is English, the second Italian
     --columns id,en,it              no header, three columns (any names; the pair picks two)
@@ -22,22 +28,22 @@ Columns named otherwise, or a CSV/TSV file without a header, are read with `colu
     pairs.csv    english,italian              --columns english=en,italian=it
                  Hello.,Ciao.
 
-A file that is empty, cannot be parsed, lacks the columns, or has a row without text gives one
-`ValueError` naming the file and the problem (a CSV/TSV file lacking them: its header, and the
+A file that is empty, cannot be parsed, lacks the columns, has a row of another number of
+fields than its columns or a row without text gives one `ValueError` naming the file and the
+problem (the line, for CSV/TSV; a CSV/TSV file lacking the columns: its header, and the
 `--columns` that would read it). A file alone is split 90/5/5; separate validation and test
 files, or a folder of them, are the corpus's own splits (`official.py`).
 """
 import csv
-import itertools
 import re
 from pathlib import Path
 
 from numpy_transformer.data.corpus import SPLIT_FRACTIONS, DataSplits, Pair
 from numpy_transformer.data.moses import is_prefix, prefix_label, read_parallel_files
 from numpy_transformer.data.official import local_splits, split_files
-from numpy_transformer.data.utf8 import check_utf8
+from numpy_transformer.data.utf8 import check_utf8, read_lines
 
-FORMATS = {".jsonl": ("json", {}), ".json": ("json", {}), ".csv": ("csv", {}),
+FORMATS = {".jsonl": ("json", {}), ".json": ("json", {}), ".csv": ("csv", {"delimiter": ","}),
            ".tsv": ("csv", {"delimiter": "\t"}), ".parquet": ("parquet", {})}
 COLUMN_NAME = re.compile(r"^[A-Za-z_][\w-]*$")     # a header cell that looks like a name, not a sentence
 
@@ -83,7 +89,7 @@ def load_pairs_file(path, languages=("en", "it"), cache_dir=None, columns=None):
             raise ValueError(f"{prefix_label(path, languages)}: --columns maps the columns of a table file (CSV, "
                              f"TSV, JSON lines, Parquet); parallel text files are named by their languages already")
         return read_parallel_files(path, languages)
-    table = _read(path, cache_dir, languages, columns)
+    table, lines = _read(path, cache_dir, languages, columns)
     if len(table) == 0:
         raise ValueError(f"{path}: the file has no rows")
     if isinstance(columns, dict):
@@ -92,7 +98,8 @@ def load_pairs_file(path, languages=("en", "it"), cache_dir=None, columns=None):
     hint = "" if columns else header_hint(table.column_names, languages) if headed_text else \
         mapping_hint(table.column_names, languages)
     rows = table_rows(table, languages, path, hint)
-    return [_pair(path, number, texts, languages) for number, texts in enumerate(rows, start=1)]
+    return [_pair(path, f"line {lines[number - 1]}" if lines else f"row {number}", texts, languages)
+            for number, texts in enumerate(rows, start=1)]
 
 
 def table_rows(table, languages, where, hint=""):
@@ -178,36 +185,94 @@ def _read(path, cache_dir, languages, columns):
         raise ValueError(f"{path}: the file is empty")
     if path.suffix.lower() != ".parquet":
         check_utf8(path)
-    import datasets
-
     builder, options = FORMATS[path.suffix.lower()]
     if isinstance(columns, list) and builder != "csv":
         raise ValueError(f"{path}: columns in order (--columns {','.join(columns)}) are for a CSV/TSV file without "
                          f"a header; a {builder.upper()} file names its columns: map them with "
                          f"--columns NAME={languages[0]},NAME={languages[1]}")
     if builder == "csv":
-        _check_first_rows(path, options.get("delimiter", ","), languages, columns)
-        options = {**options, "column_names": columns} if isinstance(columns, list) else options
+        return read_delimited(path, options["delimiter"], languages, columns)
+    import datasets
+
     try:
-        return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir, **options)
+        return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir), None
     except Exception as error:  # datasets and pyarrow raise many types; each means "cannot parse"
         reason = error.__cause__ or error
         raise ValueError(f"{path}: cannot read it as {builder.upper()} ({type(reason).__name__}: {reason})") from None
 
 
-def _check_first_rows(path, delimiter, languages, columns):
-    """A ValueError when the first rows of a CSV/TSV file cannot be read as `columns` says:
-    columns in order (no header) that are not one per field of the first row (pandas would
-    take surplus leading fields as the row's index, or leave names empty); or a header alone,
-    nothing below it (a file of one pair, without a header, read as having one)."""
-    with open(path, encoding="utf-8", newline="") as file:
-        first = list(itertools.islice((row for row in csv.reader(file, delimiter=delimiter) if row), 2))
-    if isinstance(columns, list) and first and len(first[0]) != len(columns):
-        raise ValueError(f"{path}: --columns {','.join(columns)} names {len(columns)} columns, but the first row "
-                         f"has {len(first[0])} fields ({first[0]!r}); name every column in order")
-    if not isinstance(columns, list) and len(first) == 1:
-        raise ValueError(f"{path}: the file has one row, read as its header {first[0]}, and no pairs below it" +
-                         (f". {header_hint(first[0], languages)}" if columns is None else ""))
+def read_delimited(path, delimiter, languages=("en", "it"), columns=None):
+    """(a `datasets.Dataset` of string columns, the line number of each of its rows) of a CSV
+    (delimiter ",") or TSV ("\\t") file, read literally: every field is the text between its
+    delimiters, a string as written (no NA values, no numbers, no dates); lines end at "\\n"
+    (`utf8.read_lines`: a "\\r\\n" and a byte-order mark are read too). A TSV file has no
+    quoting (IANA's text/tab-separated-values): a quote is a character of the sentence. A CSV
+    file has RFC 4180's: a field in quotes may hold commas, doubled quotes and line breaks, and
+    a quote that never closes is refused naming the line where it opens. A line whose fields are
+    all blank is skipped. columns: the names of all columns in order (a file without a header),
+    or None / a mapping (the first row is the header). Every row must have one field per
+    column; a ValueError naming the file and the line otherwise."""
+    records = _tsv_records(path) if delimiter == "\t" else _csv_records(path)
+    records = [(number, fields) for number, fields in records if any(field.strip() for field in fields)]
+    if not records:
+        raise ValueError(f"{path}: every line is blank")
+    if isinstance(columns, list):
+        names, where = columns, f"--columns {','.join(columns)} names"
+        if len(records[0][1]) != len(columns):
+            raise ValueError(f"{path}: --columns {','.join(columns)} names {len(columns)} columns, but the first row "
+                             f"has {len(records[0][1])} fields ({records[0][1]!r}); name every column in order")
+    else:
+        (_, names), records, where = records[0], records[1:], "its header (first row) names"
+        if not records:
+            raise ValueError(f"{path}: the file has one row, read as its header {names}, and no pairs below it" +
+                             (f". {header_hint(names, languages)}" if columns is None else ""))
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"{path}: its header (first row) names the column {repeated[0]!r} twice" +
+                             (f". {header_hint(names, languages)}" if columns is None else ""))
+    separator = "tab" if delimiter == "\t" else "comma"
+    for number, fields in records:
+        if len(fields) != len(names):
+            raise ValueError(f"{path}: line {number} has {len(fields)} {separator}-separated fields, and {where} "
+                             f"{len(names)}: every row has one field per column (a {separator} inside a sentence, "
+                             f"or one missing, splits it otherwise)" +
+                             (" — quote a field that holds a comma" if delimiter == "," else ""))
+    import datasets
+
+    features = datasets.Features({name: datasets.Value("string") for name in names})
+    table = datasets.Dataset.from_dict({name: [fields[k] for _, fields in records] for k, name in enumerate(names)},
+                                       features=features)
+    return table, [number for number, _ in records]
+
+
+def _tsv_records(path):
+    """(line number, fields) of each line of a TSV file: the line split at every tab."""
+    return [(number, line.split("\t")) for number, line in enumerate(read_lines(path), start=1)]
+
+
+def _csv_records(path):
+    """(line number where it starts, fields) of each record of a CSV file, read by the `csv`
+    module (strict RFC 4180 quoting) from its lines cut at "\\n" only (a "\\r\\n" ends a record,
+    and stays in a quoted field as written)."""
+    with open(path, encoding="utf-8-sig", newline="") as file:
+        lines = [line + "\n" for line in file.read().split("\n")]
+    if lines[-1] == "\n":
+        lines.pop()                     # the end of the last line, not a line
+    reader = csv.reader(lines, strict=True)
+    records, start = [], 1
+    try:
+        for fields in reader:
+            records.append((start, fields))
+            start = reader.line_num + 1
+    except csv.Error as error:
+        if reader.line_num >= len(lines) and "end of data" in str(error):
+            raise ValueError(f"{path}: line {start}: a quoted field opens there and its closing quote never comes: "
+                             f"close it, or double each quote inside a quoted field (\"\"), or write the file as "
+                             f"TSV (no quoting)") from None
+        raise ValueError(f"{path}: line {reader.line_num}: not CSV ({error}): quote a field that holds a quote or a "
+                         f"line break, doubling each quote inside it (\"\"), or write the file as TSV "
+                         f"(no quoting)") from None
+    return records
 
 
 def _check_translation_languages(path, table, languages):
@@ -218,8 +283,11 @@ def _check_translation_languages(path, table, languages):
                          f"choose the pair with pair='xx-yy'")
 
 
-def _pair(path, number, texts, languages):
+def _pair(path, where, texts, languages):
+    """The Pair of a row's two texts; a ValueError naming the file and `where` (its line or row)
+    when one is not text or blank."""
     for text, language in zip(texts, languages):
         if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"{path}: row {number} has no {language!r} text (found {text!r})")
+            raise ValueError(f"{path}: {where} has no {language!r} text (found {text!r}): write it, or delete the "
+                             f"{where.split()[0]}")
     return Pair(*texts)

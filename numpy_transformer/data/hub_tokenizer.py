@@ -24,10 +24,12 @@ model reads, and embed cuts it where sentence-transformers does (`sentence_embed
 import json
 from pathlib import Path
 
+from numpy_transformer import bounded_json
 from numpy_transformer.data.tokenizer import TextTokenizer
 
 TOKENIZER_FILE, SPECIAL_TOKENS_FILE, TOKENIZER_CONFIG_FILE = ("tokenizer.json", "special_tokens_map.json",
                                                               "tokenizer_config.json")
+DOWNLOAD_AGAIN = "the file is damaged or is not a Hugging Face file: download it again"
 DEFAULT_ROLES = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "cls_token": "[CLS]",
                  "sep_token": "[SEP]", "mask_token": "[MASK]", "pad_token": "[PAD]", "unk_token": "[UNK]"}
 
@@ -73,8 +75,10 @@ class HubTokenizer(TextTokenizer):
         except Exception as error:  # the tokenizers library raises a bare Exception
             raise ValueError(f"{self.path}: this tokenizer cannot encode {text[:40]!r} ({error})") from None
 
-    def encode(self, text):
-        """Token ids of `text`, without special tokens."""
+    def encode(self, text, keep=()):
+        """Token ids of `text`, without special tokens. A special token's name typed in the text
+        is that token, as `transformers` reads it (split_special_tokens=False), so that a Hugging
+        Face checkpoint gives the outputs it gives there; `keep` changes nothing."""
         return self.encoding(text).ids
 
     def require(self, roles, command):
@@ -92,11 +96,9 @@ class HubTokenizer(TextTokenizer):
 
 
 def read_json(path):
-    """The JSON value in the file `path`; a ValueError naming the file when it is not UTF-8 JSON."""
-    try:
-        return json.loads(Path(path).read_bytes().decode("utf-8"))
-    except ValueError as error:          # UnicodeDecodeError and json.JSONDecodeError are ValueErrors
-        raise ValueError(f"{path}: not UTF-8 JSON ({error})") from None
+    """The JSON value in the file `path`, read within bounds (`bounded_json`); a ValueError naming
+    the file when it is not UTF-8 JSON, too large or too deep, or holds a number out of range."""
+    return bounded_json.read_json(path, remedy=DOWNLOAD_AGAIN)
 
 
 def saved_roles(path):
@@ -124,14 +126,13 @@ def read_tokenizer(path):
     template naming a special token it does not define (on which `tokenizers` would panic)."""
     from tokenizers import Tokenizer
 
-    text = Path(path).read_bytes()
+    text = bounded_json.read_bounded(path, bounded_json.TOKENIZER_BYTES, DOWNLOAD_AGAIN)
+    saved = bounded_json.parse_json(text, path, remedy=DOWNLOAD_AGAIN)
     try:
         tokenizer = Tokenizer.from_str(text.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not UTF-8 JSON ({error})") from None
     except Exception as error:  # the tokenizers library raises a bare Exception, its message names the field
         raise ValueError(f"{path}: not a tokenizer `tokenizers` reads ({error})") from None
-    undefined = undefined_template_tokens(json.loads(text).get("post_processor"))
+    undefined = undefined_template_tokens(saved.get("post_processor") if isinstance(saved, dict) else None)
     if undefined:
         raise ValueError(f"{path}: post_processor: its template puts the special token {undefined[0]!r}, which its "
                          f"special_tokens do not define")

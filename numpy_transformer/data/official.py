@@ -21,8 +21,10 @@ split came from which file and which was carved (`corpus.describe_splits`). A su
 from the training split only.
 """
 import re
+import stat
 from pathlib import Path
 
+from numpy_transformer.bounded_json import file_kind
 from numpy_transformer.data.corpus import HELD_OUT, SPLIT_FRACTIONS, complete_splits, describe_splits
 from numpy_transformer.data.hub import load_hub_dataset
 from numpy_transformer.data.moses import is_prefix, prefix_label
@@ -76,6 +78,8 @@ def split_files(name, suffixes, validation_file=None, test_file=None, languages=
     `name` is a corpus's name rather than a path.
     A FileNotFoundError when `name` is a path that does not exist."""
     separate = {split: Path(path) for split, path in zip(HELD_OUT, (validation_file, test_file)) if path is not None}
+    for flag, path in (("--dataset", name), *((f"--{split}-file", path) for split, path in separate.items())):
+        _check_not_special(path, flag, suffixes, languages)
     if Path(name).is_dir():
         if separate:
             raise ValueError(f"{name} is a folder: its train/validation/test files are the splits; give "
@@ -89,6 +93,24 @@ def split_files(name, suffixes, validation_file=None, test_file=None, languages=
         raise ValueError(f"--validation-file and --test-file go with a training file given to --dataset, not with "
                          f"the dataset {name!r}")
     return None
+
+
+def _check_not_special(path, flag, suffixes, languages):
+    """A ValueError when `path` (or, for a prefix, one of its language files) exists but is not a
+    regular file or a folder: a named pipe, a device, a socket. Such a path is never opened (a
+    FIFO would wait for a writer, /dev/zero would never end)."""
+    candidates = [Path(path), *(Path(f"{path}.{language}") for language in languages)]
+    for candidate in candidates:
+        try:
+            mode = candidate.stat().st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            prefix = " or the prefix of parallel text files" if languages else ""
+            takes = accepted(suffixes, languages) if flag == "--dataset" else \
+                f"{flag} takes a regular file ({', '.join(suffixes)}){prefix}"
+            raise ValueError(f"{candidate}: a {file_kind(mode)}, not a regular file or a folder: {takes}; save the "
+                             f"data to a file first")
 
 
 def _under_a_local_folder(name):

@@ -26,7 +26,7 @@ import numpy as np
 
 from numpy_transformer.masks import pad
 from numpy_transformer.data.corpus import SPLIT_FRACTIONS
-from numpy_transformer.data.utf8 import check_utf8
+from numpy_transformer.data.utf8 import read_lines
 from numpy_transformer.data.official import hub_splits, local_splits, split_files
 
 FRAMINGS = {"causal": 1, "masked": 2}      # framing → the positions its special tokens take in the model
@@ -69,15 +69,15 @@ def text_file_splits(path, language="en", subset=None, subset_mode="first", seed
 
 
 def read_texts(path):
-    """The non-blank lines of a UTF-8 .txt file, stripped."""
+    """The non-blank lines of a UTF-8 .txt file, stripped; lines end at "\\n" only, as those of
+    parallel text files (`utf8.read_lines`: a byte-order mark and "\\r\\n" are read too)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     if path.suffix.lower() != TEXT_FILE_SUFFIX:
         raise ValueError(f"{path}: a language model's text files end in {TEXT_FILE_SUFFIX} (one text per line); "
                          f"do not mix them with files of pairs")
-    check_utf8(path)
-    texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [line.strip() for line in read_lines(path) if line.strip()]
     if not texts:
         raise ValueError(f"{path}: the file has no text (every line is blank)")
     return texts

@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 
 from numpy_transformer.data.detokenize import detokenize
+from numpy_transformer.bounded_json import TOKENIZER_BYTES, parse_json, read_bounded
 
 SPECIAL_TOKENS = ("[UNK]", "[PAD]", "[SOS]", "[EOS]")
 UNK, PAD, SOS, EOS = SPECIAL_TOKENS
@@ -53,8 +54,10 @@ class TextTokenizer:
     """What every tokenizer here offers over its `tokenizers.Tokenizer` (`self.tokenizer`, and
     `special_ids`): ids without special tokens, and text back from ids."""
 
-    def encode(self, text):
-        """Token ids of `text`, without special tokens."""
+    def encode(self, text, keep=()):
+        """Token ids of `text`, without special tokens. keep: ids of special tokens that stay
+        tokens where their names are typed (fill-mask's [MASK]); what a tokenizer does with the
+        other names is its own (`WordTokenizer.encoded`: text)."""
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def tokens(self, text):
@@ -99,6 +102,53 @@ class WordTokenizer(TextTokenizer):
         missing = [token for token in SPECIAL_TOKENS if tokenizer.token_to_id(token) is None]
         if missing:
             raise ValueError(f"tokenizer for {language!r} lacks the special tokens {missing}")
+        tokenizer.encode_special_tokens = True          # a special token's name in a text is text (`encoded`)
+
+    def encode(self, text, keep=()):
+        """Token ids of `text`, without special tokens; the names of special tokens typed in it
+        are text (`encoded`), but for those whose ids are in `keep`."""
+        return self.encoded(text, keep)[0]
+
+    def tokens(self, text, keep=()):
+        return self.encoded(text, keep)[1]
+
+    def encoded(self, text, keep=()):
+        """(ids, tokens, offsets) of `text`, without special tokens. A special token's name
+        typed in the text ([PAD], [EOS], [SOS] in a sentence to translate, a prompt, a corpus)
+        is text, read by the tokenizer's ordinary rules: `[`, `PAD`, `]` at the word level, bytes
+        in byte-level BPE; where those rules would give the special token itself (a WordPiece or
+        unigram vocabulary lists it as a piece) it is [UNK]. Only the special tokens whose ids
+        are in `keep` are read as themselves where typed (fill-mask's [MASK]), with the space
+        before them where the token takes it (`lstrip`, as the whole text's encoding does)."""
+        kept = {self.tokenizer.id_to_token(int(i)): int(i) for i in keep}
+        ids, tokens, offsets, start = [], [], [], 0
+        for match in (re.finditer("|".join(_kept_pattern(token, self._lstrip(i)) for token, i in kept.items()), text)
+                      if kept else ()):
+            self._append_text(text[start:match.start()], start, ids, tokens, offsets)
+            token = match.group().lstrip()
+            ids.append(kept[token])
+            tokens.append(token)
+            offsets.append((match.start(), match.end()))
+            start = match.end()
+        self._append_text(text[start:], start, ids, tokens, offsets)
+        return ids, tokens, offsets
+
+    def _append_text(self, text, start, ids, tokens, offsets):
+        """The encoding of `text` (which starts at `start` of the whole) added to the lists, a
+        special token's id from the vocabulary made [UNK]."""
+        if not text:
+            return
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        special = set(self.special_ids) - {self.unk_id}
+        for token_id, token, (begin, end) in zip(encoding.ids, encoding.tokens, encoding.offsets):
+            ids.append(self.unk_id if token_id in special else token_id)
+            tokens.append(UNK if token_id in special else token)
+            offsets.append((start + begin, start + end))
+
+    def _lstrip(self, token_id):
+        """Whether the added token of `token_id` takes the spaces before it."""
+        added = self.tokenizer.get_added_tokens_decoder().get(int(token_id))
+        return bool(getattr(added, "lstrip", False))
 
     @classmethod
     def train(cls, sentences, language, min_frequency=MIN_FREQUENCY, special_tokens=SPECIAL_TOKENS):
@@ -145,10 +195,12 @@ class WordTokenizer(TextTokenizer):
             if not match:
                 raise ValueError(f"{path}: cannot tell the language from the file name; pass language=")
             language = match.group(1)
-        if not path.is_file():
+        if not path.exists():
             raise FileNotFoundError(f"no tokenizer file at {path}")
+        text = read_bounded(path, TOKENIZER_BYTES)
+        parse_json(text, f"{path}: not a tokenizer file")      # bounded, before the library parses it
         try:
-            return cls(Tokenizer.from_file(str(path)), language)
+            return cls(Tokenizer.from_str(text.decode("utf-8")), language)
         except Exception as error:  # the tokenizers library raises a bare Exception on bad JSON
             raise ValueError(f"{path}: not a tokenizer file ({error})") from None
 
@@ -162,17 +214,16 @@ class WordTokenizer(TextTokenizer):
     def word_indices(self, text):
         """For each token of `text`, the index of the space-separated word it comes from: the
         built-in corpus aligns words (`l'` is one word), the model sees tokens (`l` and `'`)."""
-        encoding = self.tokenizer.encode(text, add_special_tokens=False)
         starts = [match.start() for match in re.finditer(r"\S+", text)]
-        return [sum(start <= begin for start in starts) - 1 for begin, _ in encoding.offsets]
+        return [sum(start <= begin for start in starts) - 1 for begin, _ in self.encoded(text)[2]]
 
     def unknown_words(self, text):
         """The pieces of `text` that encode as [UNK]: words outside a word-level vocabulary, or
         words (WordPiece) and characters (unigram) never seen in training; none for byte-level
-        BPE, which spells anything in bytes."""
-        encoding = self.tokenizer.encode(text, add_special_tokens=False)
-        return [text[start:end] for token_id, (start, end) in zip(encoding.ids, encoding.offsets)
-                if token_id == self.unk_id]
+        BPE, which spells anything in bytes. A special token's name typed where the vocabulary
+        has it as a piece is one too (`encoded`)."""
+        ids, _, offsets = self.encoded(text)
+        return [text[start:end] for token_id, (start, end) in zip(ids, offsets) if token_id == self.unk_id]
 
     def count_unknown(self, texts):
         """(unknown tokens, all tokens) over an iterable of texts."""
@@ -217,6 +268,12 @@ class WordTokenizer(TextTokenizer):
         """The ids of the special tokens this tokenizer has."""
         return [self.tokenizer.token_to_id(token) for token in SPECIAL_TOKENS + MASKED_LM_TOKENS
                 if self.tokenizer.token_to_id(token) is not None]
+
+
+def _kept_pattern(token, lstrip):
+    """The regular expression of a special token kept where typed, with the spaces before it
+    when it takes them."""
+    return (r"\s*" if lstrip else "") + re.escape(token)
 
 
 def tokenizer_path(directory, language):

@@ -57,6 +57,7 @@ from safetensors import SafetensorError, safe_open
 
 from autograd.checks import checked_integer, checked_number
 from numpy_transformer.data.hub import model_folder
+from numpy_transformer.bounded_json import parse_json
 from numpy_transformer.data.hub_tokenizer import HubTokenizer, read_json
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
@@ -349,7 +350,8 @@ def _header_without_repeated_names(path):
 
     with open(path, "rb") as file:
         length = int.from_bytes(file.read(8), "little")
-        return 8 + length, json.loads(file.read(length), object_pairs_hook=unique)
+        return 8 + length, parse_json(file.read(length), f"{path}: its header", object_pairs_hook=unique,
+                                      remedy="download or export it again")
 
 
 # the options of GPT-2 and BERT this project implements one way only, the way `transformers` does by default

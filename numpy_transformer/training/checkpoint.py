@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from numpy_transformer.config import TransformerConfig
+from numpy_transformer.bounded_json import parse_json, read_json
 from numpy_transformer.data.tokenizer import WordTokenizer, tokenizer_path
 from numpy_transformer.training.atomic_files import atomic_write, atomic_write_text
 from numpy_transformer.training.bounded_archive import read_npz
@@ -329,8 +330,33 @@ def _check_complete(directory):
                               f"({ARCHIVE} is missing); start it again with the same numpy-transformer train command "
                               f"(--out {directory}, without --resume)")
     if not (directory / ARCHIVE).is_file():
+        other = _other_output(directory)
+        if other:
+            raise CheckpointError(f"no checkpoint in {directory}: it holds {other}, not a training run, and train "
+                                  f"does not write over it: evaluate and --resume read the run folder itself (the "
+                                  f"folder train --out wrote); to train a new model, choose a new folder with --out")
         raise CheckpointError(f"no checkpoint in {directory}: {ARCHIVE} is missing (training has not saved one "
                               f"there; train with: numpy-transformer train --out {directory})")
+
+
+OUTPUT_MANIFEST = ".numpy-transformer-output.json"       # output_folder's (which imports this module)
+MODEL_FILES = ("model.safetensors", "config.json", "model.json")
+
+
+def _other_output(directory):
+    """What a folder without checkpoint.npz holds when it is another command's output or a model
+    folder rather than a run ("the output of export (model.json, model.safetensors)"), or None."""
+    try:
+        record = read_json(directory / OUTPUT_MANIFEST)
+    except (OSError, ValueError):
+        record = None
+    if isinstance(record, dict) and isinstance(record.get("command"), str) and isinstance(record.get("files"), dict):
+        files = ", ".join(sorted(name for name in record["files"] if isinstance(name, str))[:4])
+        return f"the output of {record['command']} ({files})"
+    found = [name for name in MODEL_FILES if (directory / name).is_file()]
+    if "model.safetensors" in found or "config.json" in found:
+        return f"a model's files ({', '.join(found)}: an export, or a Hugging Face model folder)"
+    return None
 
 
 def _read_config(directory, kind, config_class):
@@ -340,7 +366,8 @@ def _read_config(directory, kind, config_class):
     except FileNotFoundError:
         raise CheckpointError(f"{path} is missing: the checkpoint in {directory} is incomplete") from None
     except (ValueError, TypeError) as error:   # json.JSONDecodeError is a ValueError
-        raise CheckpointError(f"{path}: not a valid {kind} configuration ({error})") from None
+        raise CheckpointError(f"{path}: not a valid {kind} configuration ({str(error).removeprefix(f'{path}: ')})") \
+            from None
 
 
 def _read_tokenizer(directory, language):
@@ -374,7 +401,7 @@ def _read_archive(path, parameters):
     the shape of <name>, and so must every optimizer member of a parameter (or be a number)."""
     try:
         arrays = read_npz(path, functools.partial(_check_member, path, parameters))
-        state = json.loads(str(arrays.pop("state")))
+        state = parse_json(str(arrays.pop("state")), f"{path}: its 'state' entry", finite=False)
     except KeyError:
         raise CheckpointError(f"{path} has no 'state' entry: it was not written by numpy-transformer") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:

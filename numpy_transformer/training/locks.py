@@ -38,6 +38,8 @@ import stat
 import time
 from pathlib import Path
 
+from numpy_transformer.bounded_json import parse_json
+
 MAX_LOCK_BYTES = 4096           # a lock is a line of JSON; more is not a lock
 GUARD, ATTEMPTS = ".takeover", 200                # the guard of a takeover; tries to take a lock
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -151,8 +153,8 @@ def read_lock(path):
     if len(data) > MAX_LOCK_BYTES:
         return None, f"it holds more than {MAX_LOCK_BYTES} bytes, which no lock does"
     try:
-        record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        record = parse_json(data, path)
+    except ValueError:
         return None, f"it is not a lock of numpy-transformer (not JSON: {data[:40]!r})"
     pid = record.get("pid") if isinstance(record, dict) else None
     if not isinstance(record, dict):

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import append_line, atomic_write, atomic_write_text
+from numpy_transformer.bounded_json import parse_json
 
 
 class MetricsLog:
@@ -41,8 +42,8 @@ def read_log(path):
     records = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            records.append(parse_json(line, path, finite=False))
+        except ValueError:              # a line cut short, or not a record of this project
             continue
     return records
 

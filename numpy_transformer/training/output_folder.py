@@ -37,6 +37,7 @@ import tempfile
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import atomic_write_text, fsync_directory
+from numpy_transformer.bounded_json import read_json
 from numpy_transformer.training.checkpoint import ARCHIVE, check_digests, file_sha256
 from numpy_transformer.training.locks import remove_lock_leftovers
 from numpy_transformer.training.run_folder import MANIFEST as RUN_MANIFEST, RunFolderError, check_lock, release_lock, \
@@ -152,7 +153,7 @@ class OutputFolder:
 def read_manifest(folder):
     """The output manifest of `folder` as a dict ({} without a readable one)."""
     try:
-        record = json.loads((Path(folder) / OUTPUT_MANIFEST).read_text(encoding="utf-8"))
+        record = read_json(Path(folder) / OUTPUT_MANIFEST)
     except (OSError, ValueError):
         return {}
     files = record.get("files") if isinstance(record, dict) else None

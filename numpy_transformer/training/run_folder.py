@@ -36,6 +36,7 @@ import uuid
 from pathlib import Path
 
 from numpy_transformer.training.atomic_files import atomic_write_text
+from numpy_transformer.bounded_json import read_json
 from numpy_transformer.training.locks import check_lock as _check_lock, is_lock_leftover, release_lock, \
     remove_lock_leftovers, take_lock as _take_lock
 
@@ -203,10 +204,8 @@ def read_manifest_record(directory):
     """The manifest of `directory` as a dict ({} without a readable one, or one of more than
     MAX_MANIFEST_BYTES)."""
     try:
-        with open(Path(directory) / MANIFEST, "rb") as file:
-            data = file.read(MAX_MANIFEST_BYTES + 1)
-        record = json.loads(data.decode("utf-8")) if len(data) <= MAX_MANIFEST_BYTES else None
-    except (OSError, ValueError, RecursionError):
+        record = read_json(Path(directory) / MANIFEST, max_bytes=MAX_MANIFEST_BYTES)
+    except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
 
