@@ -73,7 +73,7 @@ def test_evaluate_and_resume_on_an_export_folder_advise_a_command_that_works(run
                                         rf"model\.safetensors\), not a training run.* choose a new folder with --out$")
         assert "train --out" not in err.replace("the folder train --out wrote", "")
     status, _, err = run_main(["train", "--out", exported, *TINY_RUN])
-    assert_clear_error(status, err, r"holds model\.json, which a run would replace")      # the advice not given
+    assert_clear_error(status, err, r"an export or a Hugging Face model is there")     # the advice not given
 
 
 def test_an_empty_out_is_refused_and_the_current_folder_left_alone(run, tmp_path, monkeypatch):
