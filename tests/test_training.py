@@ -241,6 +241,25 @@ def test_flags_override_a_preset_and_bad_values_fail_before_any_data_is_loaded()
         resolve("huge")
 
 
+@pytest.mark.parametrize("preset, data, why", [
+    ("default", {"n_pairs": 3000}, "size of the built-in corpus .* the dataset 'tatoeba' has its own size"),
+    ("grammar", {"dataset": "opus_books", "n_pairs": 3000}, "the dataset 'opus_books' has its own size"),
+    ("default", {"min_frequency": 5}, "the unigram tokenizer keeps the vocab_size likeliest pieces"),
+    ("grammar", {"vocab_size": 500}, "a word-level vocabulary holds every word"),
+    ("grammar", {"subset_mode": "random"}, "no subset is given"),
+])
+def test_a_data_field_the_run_would_ignore_is_refused_naming_it_and_why(preset, data, why):
+    (field, value), = ((f, v) for f, v in data.items() if f != "dataset")
+    with pytest.raises(ValueError, match=rf"^DataConfig: {field} \({value!r}\) would be ignored: .*{why}"):
+        resolve(preset, data=data)
+
+
+def test_a_data_field_the_run_uses_is_taken():
+    assert resolve("grammar", data={"n_pairs": 3000})[2].n_pairs == 3000
+    assert resolve("default", data={"tokenizer": "bpe", "min_frequency": 5})[2].min_frequency == 5
+    assert resolve("grammar", data={"subset": 100, "subset_mode": "random"})[2].subset_mode == "random"
+
+
 def test_a_run_folder_is_refused_when_it_already_holds_a_model(tmp_path):
     train_tiny(tmp_path, steps=2)
     with pytest.raises(ValueError, match="already holds a trained model"):

@@ -57,18 +57,18 @@ class DataConfig(JsonConfig):
     | pair           | source-target languages, "en-it" (thesis §3.1)                           |
     | language       | a language model's language: the side of a parallel corpus it reads     |
     |                | (None: the pair's source), or the label of a text file's language       |
-    | n_pairs        | size of the built-in corpus (ignored for the others)                     |
+    | n_pairs        | size of the built-in corpus (the others ignore it: `resolve` refuses it) |
     | subset         | keep the first (or a random) N pairs before splitting; None: all         |
     | subset_mode    | "first" or "random"                                                      |
     | seed           | generates (built-in), subsets and splits the corpus 90/5/5 (carves the   |
     |                | held-out splits a corpus lacks)                                          |
     | max_len        | longest sentence in tokens, [SOS]/[EOS] included; the model's max_len    |
     | length_policy  | "drop" the longer pairs (texts), "truncate" them, or (texts) "split"     |
-    | min_frequency  | a word (or, for BPE, a merge) enters the vocabulary when seen this often  |
-    |                | in training (2)                                                          |
+    | min_frequency  | a word (or, for BPE and WordPiece, a merge) enters the vocabulary when   |
+    |                | seen this often in training (2; "unigram" ignores it)                    |
     | tokenizer      | "word" (the thesis's word-level vocabulary), or a subword kind: "bpe"    |
     |                | (byte-level BPE), "wordpiece" (BERT's) or "unigram" (SentencePiece's)    |
-    | vocab_size     | the entries of each subword vocabulary (ignored by "word")               |
+    | vocab_size     | the entries of each subword vocabulary ("word" ignores it)               |
     | shared_vocabulary | translation: one tokenizer trained on both sides, for source and     |
     |                | target (False: one per language)                                         |
     | fingerprint    | {"pairs": N, "sha256": …} of the corpus's pairs, set by the run that     |
@@ -232,7 +232,10 @@ def resolve(preset_name=None, model=None, training=None, data=None):
     """(model fields, TrainingConfig, DataConfig): the preset's values, then the overrides (dicts
     of field → value). No preset: the one of the task the overrides name (translation's
     "default"). The model fields are checked at once with a stand-in vocabulary, so a bad value
-    fails before any data is loaded; the vocabulary sizes come later, from the tokenizers."""
+    fails before any data is loaded; the vocabulary sizes come later, from the tokenizers. A
+    data field given that the run would ignore (n_pairs with a corpus other than the built-in
+    one, min_frequency with the unigram tokenizer, …: `unused_data_fields`) is a ValueError
+    naming it and why."""
     task = (data or {}).get("task")
     preset = get_preset(preset_name or TASK_PRESETS.get(task, "default"))
     if task is not None and task != preset.task:
@@ -240,10 +243,37 @@ def resolve(preset_name=None, model=None, training=None, data=None):
                          f"--preset, or name a preset of {task!r} ({', '.join(n for n, p in PRESETS.items() if p.task == task)})")
     model_fields = {**preset.model, **(model or {})}
     data_config = DataConfig(**{**preset.data, **(data or {})})
+    check_data_fields_used(data or {}, data_config)
     training_config = TrainingConfig(**{**preset.training, **(training or {})})
     vocab_sizes = (4, 4) if data_config.task == "translation" else (7,)
     model_config(model_fields, vocab_sizes, pad_id=1, max_len=data_config.max_len, task=data_config.task)
     return model_fields, training_config, data_config
+
+
+def unused_data_fields(config):
+    """field → why `config` makes no use of it: the fields its corpus or tokenizer ignore."""
+    unused = {}
+    if config.dataset != "builtin":
+        unused["n_pairs"] = (f"it is the size of the built-in corpus (dataset 'builtin'), and the dataset "
+                             f"{config.dataset!r} has its own size: leave it out (subset keeps fewer pairs)")
+    if config.tokenizer == "unigram":
+        unused["min_frequency"] = ("the unigram tokenizer keeps the vocab_size likeliest pieces however often they are "
+                                   "seen (min_frequency is for the tokenizers word, bpe and wordpiece): leave it out")
+    if config.tokenizer == "word":
+        unused["vocab_size"] = ("a word-level vocabulary holds every word seen min_frequency times (vocab_size is for "
+                                "the subword tokenizers bpe, wordpiece and unigram): leave it out")
+    if config.subset is None:
+        unused["subset_mode"] = "it says which pairs a subset keeps, and no subset is given: give subset too"
+    return unused
+
+
+def check_data_fields_used(given, config):
+    """A ValueError naming the first field of `given` (the caller's overrides) that `config`
+    ignores, and why: a value silently dropped would train another run than the one asked for."""
+    unused = unused_data_fields(config)
+    for field, value in given.items():
+        if value is not None and field in unused:
+            raise ValueError(f"DataConfig: {field} ({value!r}) would be ignored: {unused[field]}")
 
 
 # task → the TransformerConfig's constructor for its kind of model, and the model
