@@ -5,6 +5,7 @@ misspelled option is answered with the nearest one, and no option is taken by ab
 import argparse
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 
@@ -128,6 +129,16 @@ def test_the_help_names_the_default_runs_corpus_tokenizer_and_weights(parser, ca
             f"{data['vocab_size']}, {DEFAULT_PRESET.model['init']} weights") in train.format_help()
     assert (data["dataset"], data["tokenizer"], data["shared_vocabulary"], DEFAULT_PRESET.model["init"]) == \
         ("tatoeba", "unigram", True, "xavier_uniform")          # the defaults the README and docs describe
+
+
+def test_the_readme_describes_the_default_run_the_preset_trains():
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    model, training, data = DEFAULT_PRESET.model, DEFAULT_PRESET.training, DEFAULT_PRESET.data
+    assert data["dataset"] == "tatoeba" and "60,000 short, everyday pairs from the Tatoeba project" in readme
+    assert (f"one layer each side, {model['n_heads']} heads, d_model {model['d_model']}, Glorot-uniform weights, "
+            f"one {data['tokenizer']} vocabulary of {data['vocab_size']:,} pieces for both languages") in readme
+    assert model["n_encoder_layers"] == model["n_decoder_layers"] == 1 and model["init"] == "xavier_uniform"
+    assert data["shared_vocabulary"] and f"{training['steps']:,} steps of {training['batch_size']} pairs" in readme
 
 
 @pytest.mark.parametrize("argv, misspelled, nearest", [

@@ -1,6 +1,6 @@
 """The `numpy-transformer` command: one module per command in this package.
 
-    numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE] [flags]
+    numpy-transformer train [--out DIR] [--preset NAME] [--dataset tatoeba|builtin|opus_books|FILE] [flags]
     numpy-transformer translate --checkpoint DIR "a sentence" ...     (or lines on standard input)
     numpy-transformer evaluate --checkpoint DIR [--split test|validation] [--beam N]
     numpy-transformer attention --checkpoint DIR "a sentence" [--out DIR]
