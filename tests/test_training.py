@@ -3,6 +3,7 @@ learns, it is a function of its seed, it validates with dropout off, and it stop
 import copy
 import dataclasses
 import math
+import re
 import os
 import signal
 
@@ -252,6 +253,19 @@ def test_a_data_field_the_run_would_ignore_is_refused_naming_it_and_why(preset, 
     (field, value), = ((f, v) for f, v in data.items() if f != "dataset")
     with pytest.raises(ValueError, match=rf"^DataConfig: {field} \({value!r}\) would be ignored: .*{why}"):
         resolve(preset, data=data)
+
+
+@pytest.mark.parametrize("preset, training, field, why", [
+    ("thesis-1-head", {"lr_factor": 2.0}, "lr_factor", "scales the warm-up schedule, and this run's learning rate "
+                                                       "is the constant lr=0.0001"),
+    ("default", {"schedule": "constant", "lr": 1e-3, "lr_factor": 2.0}, "lr_factor", "the constant lr=0.001"),
+    ("default", {"lr": 1e-3}, "lr", "this run follows the warm-up schedule"),
+])
+def test_a_training_field_of_the_schedule_the_run_does_not_follow_is_refused(preset, training, field, why):
+    with pytest.raises(ValueError, match=rf"^TrainingConfig: {field} \({training[field]!r}\) would be ignored: "
+                                         rf".*{re.escape(why)}"):
+        resolve(preset, training=training)
+    assert resolve(preset, training={name: value for name, value in training.items() if name != field})
 
 
 def test_a_data_field_the_run_uses_is_taken():

@@ -57,7 +57,7 @@ TRAINING_FLAGS = [
     ("--batch-size", "batch_size", int, "sentence pairs (texts) per step"),
     ("--steps", "steps", int, "optimizer steps in all"),
     ("--epochs", "epochs", float, "passes over the training pairs (instead of --steps)"),
-    ("--lr-factor", "lr_factor", float, "factor of the warm-up schedule"),
+    ("--lr-factor", "lr_factor", float, "factor of the warm-up schedule (refused with a constant --lr)"),
     ("--label-smoothing", "label_smoothing", float, "label smoothing ε of the loss"),
     ("--seed", "seed", int, "seed of the initial weights, dropout and batch order"),
     ("--eval-every", "eval_every", int, "steps between validation losses"),

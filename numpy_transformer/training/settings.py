@@ -234,8 +234,9 @@ def resolve(preset_name=None, model=None, training=None, data=None):
     "default"). The model fields are checked at once with a stand-in vocabulary, so a bad value
     fails before any data is loaded; the vocabulary sizes come later, from the tokenizers. A
     data field given that the run would ignore (n_pairs with a corpus other than the built-in
-    one, min_frequency with the unigram tokenizer, …: `unused_data_fields`) is a ValueError
-    naming it and why."""
+    one, min_frequency with the unigram tokenizer, …: `unused_data_fields`), or a training field
+    of the schedule it does not follow (`unused_training_fields`), is a ValueError naming it and
+    why."""
     task = (data or {}).get("task")
     preset = get_preset(preset_name or TASK_PRESETS.get(task, "default"))
     if task is not None and task != preset.task:
@@ -243,8 +244,9 @@ def resolve(preset_name=None, model=None, training=None, data=None):
                          f"--preset, or name a preset of {task!r} ({', '.join(n for n, p in PRESETS.items() if p.task == task)})")
     model_fields = {**preset.model, **(model or {})}
     data_config = DataConfig(**{**preset.data, **(data or {})})
-    check_data_fields_used(data or {}, data_config)
+    check_fields_used("DataConfig", data or {}, unused_data_fields(data_config))
     training_config = TrainingConfig(**{**preset.training, **(training or {})})
+    check_fields_used("TrainingConfig", training or {}, unused_training_fields(training_config))
     vocab_sizes = (4, 4) if data_config.task == "translation" else (7,)
     model_config(model_fields, vocab_sizes, pad_id=1, max_len=data_config.max_len, task=data_config.task)
     return model_fields, training_config, data_config
@@ -267,13 +269,22 @@ def unused_data_fields(config):
     return unused
 
 
-def check_data_fields_used(given, config):
-    """A ValueError naming the first field of `given` (the caller's overrides) that `config`
-    ignores, and why: a value silently dropped would train another run than the one asked for."""
-    unused = unused_data_fields(config)
+def unused_training_fields(config):
+    """field → why `config` makes no use of it: the fields of the schedule it does not follow."""
+    if config.schedule == "constant":
+        return {"lr_factor": f"it scales the warm-up schedule, and this run's learning rate is the constant "
+                             f"lr={config.lr:g}: leave it out, or choose the warm-up schedule"}
+    return {"lr": "it is the constant schedule's learning rate, and this run follows the warm-up schedule "
+                  "(lr_factor scales it): leave it out, or choose the constant schedule"}
+
+
+def check_fields_used(settings, given, unused):
+    """A ValueError naming the first field of `given` (the caller's overrides of the class
+    `settings`) in `unused` (field → why the run ignores it): a value silently dropped would
+    train another run than the one asked for."""
     for field, value in given.items():
         if value is not None and field in unused:
-            raise ValueError(f"DataConfig: {field} ({value!r}) would be ignored: {unused[field]}")
+            raise ValueError(f"{settings}: {field} ({value!r}) would be ignored: {unused[field]}")
 
 
 # task → the TransformerConfig's constructor for its kind of model, and the model
