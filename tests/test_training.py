@@ -248,6 +248,7 @@ def test_flags_override_a_preset_and_bad_values_fail_before_any_data_is_loaded()
     ("default", {"min_frequency": 5}, "the unigram tokenizer keeps the vocab_size likeliest pieces"),
     ("grammar", {"vocab_size": 500}, "a word-level vocabulary holds every word"),
     ("grammar", {"subset_mode": "random"}, "no subset is given"),
+    ("default", {"dataset_config": "en-it"}, "the corpus 'tatoeba' is read by name"),
 ])
 def test_a_data_field_the_run_would_ignore_is_refused_naming_it_and_why(preset, data, why):
     (field, value), = ((f, v) for f, v in data.items() if f != "dataset")

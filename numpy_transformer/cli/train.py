@@ -90,7 +90,8 @@ DATA_FLAGS = [
                                   "en,de for a file without a header (its columns in order: the first English, the "
                                   "second German), english=en,german=de for a header naming them otherwise"),
     ("--dataset-config", "dataset_config", str, "the configuration of a Hugging Face dataset (wikitext-2-raw-v1, "
-                                                "iwslt2017-en-de)"),
+                                                "iwslt2017-en-de; refused with tatoeba, builtin and opus_books, read "
+                                                "by name)"),
     ("--pair", "pair", str, "source-target languages"),
     ("--language", "language", str, "a language model's language: the side of a parallel corpus it reads "
                                     "(without it: the pair's source)"),

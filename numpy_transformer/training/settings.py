@@ -18,7 +18,7 @@ import math
 from autograd.checks import checked_integer, checked_number, is_number
 from autograd.optim import warmup_schedule
 from numpy_transformer.config import JsonConfig, TransformerConfig
-from numpy_transformer.data import DATASET_NAMES
+from numpy_transformer.data import CORPUS_NAMES, DATASET_NAMES
 from numpy_transformer.data.batching import POLICIES
 from numpy_transformer.data.corpus import SUBSET_MODES
 from numpy_transformer.data.files import parse_columns
@@ -264,6 +264,10 @@ def unused_data_fields(config):
     if config.tokenizer == "word":
         unused["vocab_size"] = ("a word-level vocabulary holds every word seen min_frequency times (vocab_size is for "
                                 "the subword tokenizers bpe, wordpiece and unigram): leave it out")
+    if config.dataset in CORPUS_NAMES:
+        unused["dataset_config"] = (f"it names the configuration of a Hugging Face dataset, and the corpus "
+                                    f"{config.dataset!r} is read by name (opus_books: the pair is its configuration): "
+                                    f"leave it out")
     if config.subset is None:
         unused["subset_mode"] = "it says which pairs a subset keeps, and no subset is given: give subset too"
     return unused
