@@ -269,6 +269,19 @@ def test_a_training_field_of_the_schedule_the_run_does_not_follow_is_refused(pre
     assert resolve(preset, training={name: value for name, value in training.items() if name != field})
 
 
+@pytest.mark.parametrize("model, field, why", [
+    ({"relative_buckets": 16}, "relative_buckets", "T5's relative position bias, and this model's positions are "
+                                                   "'sinusoidal'"),
+    ({"positional": "learned", "relative_max_distance": 64}, "relative_max_distance", "positions are 'learned'"),
+    ({"positional": "relative", "positional_base": 500.0}, "positional_base", "positions are 'relative'"),
+])
+def test_a_model_field_of_positions_the_model_does_not_have_is_refused(model, field, why):
+    with pytest.raises(ValueError, match=rf"^TransformerConfig: {field} \({model[field]!r}\) would be ignored: "
+                                         rf".*{re.escape(why)}"):
+        resolve("default", model)
+    assert resolve("default", {"positional": "relative", "relative_buckets": 16})[0]["relative_buckets"] == 16
+
+
 def test_a_data_field_the_run_uses_is_taken():
     assert resolve("grammar", data={"n_pairs": 3000})[2].n_pairs == 3000
     assert resolve("default", data={"tokenizer": "bpe", "min_frequency": 5})[2].min_frequency == 5

@@ -40,9 +40,12 @@ MODEL_FLAGS = [
     ("--norm-variant", "norm_variant", str, "LayerNorm of eq. (2) (thesis) or PyTorch's (torch)"),
     ("--activation", "activation", str, "feed-forward activation: relu, gelu or swiglu"),
     ("--positional", "positional", str, "positional encoding: sinusoidal, learned, or relative (T5's bias)"),
-    ("--relative-buckets", "relative_buckets", int, "buckets of T5's relative position bias"),
-    ("--relative-max-distance", "relative_max_distance", int, "where its last bucket starts"),
-    ("--positional-base", "positional_base", float, "the base N of the sinusoidal encoding, eq. (1)"),
+    ("--relative-buckets", "relative_buckets", int, "buckets of T5's relative position bias (--positional "
+                                                    "relative only)"),
+    ("--relative-max-distance", "relative_max_distance", int, "where its last bucket starts (--positional relative "
+                                                              "only)"),
+    ("--positional-base", "positional_base", float, "the base N of the sinusoidal encoding, eq. (1) (--positional "
+                                                    "sinusoidal only)"),
     ("--norm-eps", "norm_eps", float, "ε of the LayerNorm"),
     ("--attention", "attention", str, "the encoder's self-attention (a language model's): full or a chapter 2 "
                                       "variant"),

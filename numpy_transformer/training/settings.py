@@ -234,15 +234,16 @@ def resolve(preset_name=None, model=None, training=None, data=None):
     "default"). The model fields are checked at once with a stand-in vocabulary, so a bad value
     fails before any data is loaded; the vocabulary sizes come later, from the tokenizers. A
     data field given that the run would ignore (n_pairs with a corpus other than the built-in
-    one, min_frequency with the unigram tokenizer, …: `unused_data_fields`), or a training field
-    of the schedule it does not follow (`unused_training_fields`), is a ValueError naming it and
-    why."""
+    one, min_frequency with the unigram tokenizer, …: `unused_data_fields`), a training field
+    of the schedule it does not follow (`unused_training_fields`) or a model field of positions
+    it does not have (`unused_model_fields`) is a ValueError naming it and why."""
     task = (data or {}).get("task")
     preset = get_preset(preset_name or TASK_PRESETS.get(task, "default"))
     if task is not None and task != preset.task:
         raise ValueError(f"the preset {preset_name!r} trains the task {preset.task!r}, not {task!r}: leave out "
                          f"--preset, or name a preset of {task!r} ({', '.join(n for n, p in PRESETS.items() if p.task == task)})")
     model_fields = {**preset.model, **(model or {})}
+    check_fields_used("TransformerConfig", model or {}, unused_model_fields(model_fields))
     data_config = DataConfig(**{**preset.data, **(data or {})})
     check_fields_used("DataConfig", data or {}, unused_data_fields(data_config))
     training_config = TrainingConfig(**{**preset.training, **(training or {})})
@@ -250,6 +251,21 @@ def resolve(preset_name=None, model=None, training=None, data=None):
     vocab_sizes = (4, 4) if data_config.task == "translation" else (7,)
     model_config(model_fields, vocab_sizes, pad_id=1, max_len=data_config.max_len, task=data_config.task)
     return model_fields, training_config, data_config
+
+
+def unused_model_fields(fields):
+    """field → why a model of these `fields` makes no use of it: the options of the positional
+    encodings it does not have."""
+    positional = fields.get("positional", TransformerConfig.positional)
+    unused = {}
+    if positional != "relative":
+        unused.update(dict.fromkeys(("relative_buckets", "relative_max_distance"), (
+            f"it shapes T5's relative position bias, and this model's positions are {positional!r}: leave it out, "
+            f"or choose positional='relative'")))
+    if positional != "sinusoidal":
+        unused["positional_base"] = (f"it is the base of the sinusoidal encoding, and this model's positions are "
+                                     f"{positional!r}: leave it out")
+    return unused
 
 
 def unused_data_fields(config):
