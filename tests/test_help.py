@@ -126,7 +126,7 @@ def test_the_help_names_the_default_runs_corpus_tokenizer_and_weights(parser, ca
     assert f"by default on dataset {data['dataset']}, en-it" in train_line
     train = dict(subcommand_parsers(parser))["numpy-transformer train"]
     assert (f"--preset default: {data['dataset']} en-it, one shared {data['tokenizer']} vocabulary of "
-            f"{data['vocab_size']}, {DEFAULT_PRESET.model['init']} weights") in train.format_help()
+            f"{data['vocab_size']:,}, {DEFAULT_PRESET.model['init']} weights") in train.format_help()
     assert (data["dataset"], data["tokenizer"], data["shared_vocabulary"], DEFAULT_PRESET.model["init"]) == \
         ("tatoeba", "unigram", True, "xavier_uniform")          # the defaults the README and docs describe
 

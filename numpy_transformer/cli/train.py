@@ -174,7 +174,7 @@ def add_parser(commands):
     vocabulary = (f"one shared {data['tokenizer']} vocabulary" if data["shared_vocabulary"] else
                   f"one {data['tokenizer']} vocabulary per language")
     if data["tokenizer"] != "word":
-        vocabulary += f" of {data['vocab_size']}"
+        vocabulary += f" of {data['vocab_size']:,}"
     train = commands.add_parser(
         "train", help=f"train a translation model (by default on dataset {data['dataset']}, {data['pair']}) or a "
                       f"language model",
