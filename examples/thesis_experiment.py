@@ -87,7 +87,8 @@ def parse_arguments(argv=None):
 def run_settings(args, n_heads):
     """(model fields, TrainingConfig, DataConfig) of one run: the thesis preset, made small
     unless --thesis-size."""
-    data = {"dataset": args.dataset, "n_pairs": args.n_pairs, "subset": args.subset}
+    data = {"dataset": args.dataset, "subset": args.subset,
+            **({"n_pairs": args.n_pairs} if args.dataset == "builtin" else {})}    # the built-in corpus's size
     if args.thesis_size:
         return resolve(HEADS[n_heads], data=data)
     model = dict(d_model=args.d_model, d_ff=4 * args.d_model, dropout=0.1)

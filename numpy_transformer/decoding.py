@@ -30,9 +30,13 @@ the key/value cache of the decoder's attention layers makes a step cost O(t·d) 
 O(t²·d) of decoding the whole prefix again. Every step is batched over all sentences (× beams):
 one decoder call per step, shapes (rows, …).
 
+model: a `Transformer`; src_ids: (sentences, n) source ids padded with its pad_id (the source
+tokenizer's [PAD]); the target tokenizer gives the ids of [SOS] and [EOS]:
+
     from numpy_transformer.decoding import greedy_decode, beam_search
-    greedy_decode(model, src_ids, sos_id=1, eos_id=2)         # [[5, 9, 4], [7, 3]]: one list per sentence
-    beam_search(model, src_ids, sos_id=1, eos_id=2, beam_size=4, length_penalty=1.0)
+    sos_id, eos_id = target_tokenizer.sos_id, target_tokenizer.eos_id     # 2 and 3: [UNK] [PAD] [SOS] [EOS] first
+    greedy_decode(model, src_ids, sos_id=sos_id, eos_id=eos_id)       # [[15, 9, 4], [7, 12]]: a list per sentence
+    beam_search(model, src_ids, sos_id=sos_id, eos_id=eos_id, beam_size=4, length_penalty=1.0)
 """
 import contextlib
 import dataclasses

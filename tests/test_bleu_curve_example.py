@@ -9,7 +9,7 @@ import pytest
 from run_helpers import load_example
 
 TINY = ["--steps", "4", "--eval-every", "2", "--model", '{"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0}',
-        "--training", '{"batch_size": 16}', "--data", '{"n_pairs": 120, "max_len": 32}']
+        "--training", '{"batch_size": 16}', "--preset", "grammar", "--data", '{"n_pairs": 120, "max_len": 32}']
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_the_torch_run_copied_from_ours_trains_as_ours_does(example):
     from numpy_transformer.training.loop import run_generators
     from numpy_transformer.training.prepare import prepare_data
 
-    fields, training, data_config = resolve("default", {"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0},
+    fields, training, data_config = resolve("grammar", {"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0},
                                             {"batch_size": 16, "steps": 4, "schedule": "constant", "lr": 1e-2},
                                             {"n_pairs": 120, "max_len": 32})
     data = prepare_data(data_config, progress=False)

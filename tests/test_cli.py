@@ -19,6 +19,12 @@ METRICS = {"bleu", "chrf", "bleu_greedy", "chrf_greedy", "bleu_signature", "chrf
            "validation_loss", "perplexity", "train_seconds", "source", "steps", "parameters", "data", "model"}
 
 
+def without(flags, flag):
+    """`flags` without `flag` and its value (--n-pairs, for a corpus other than the built-in one)."""
+    at = flags.index(flag)
+    return flags[:at] + flags[at + 2:]
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """(folder, stdout) of `numpy-transformer train` with tiny settings on 120 built-in pairs."""
@@ -171,7 +177,8 @@ def test_an_empty_or_malformed_data_file_is_one_clear_line_and_leaves_no_folder(
     path = tmp_path / "pairs.jsonl"
     path.write_text(content)
     out = tmp_path / "run"
-    status, _, err = run_main(["train", "--out", out, "--dataset", path, "--cache-dir", tmp_path / "cache", *TINY[2:]])
+    status, _, err = run_main(["train", "--out", out, "--dataset", path, "--cache-dir", tmp_path / "cache",
+                               *without(TINY[2:], "--n-pairs")])
     assert_clear_error(status, err, message, absent_folder=out)
 
 
@@ -179,7 +186,7 @@ def test_a_data_file_in_the_opus_books_schema_trains(tmp_path):
     path = write_opus_jsonl(tmp_path / "books.jsonl", written_pairs(60))
     out = tmp_path / "run"
     status, stdout, err = run_main(["train", "--out", out, "--dataset", path, "--cache-dir", tmp_path / "cache",
-                                    *TINY[2:], "--steps", "2"])
+                                    *without(TINY[2:], "--n-pairs"), "--steps", "2"])
     assert status == 0, err
     assert f"data: local file {path} (60 pairs)" in stdout
     assert json.loads((out / "data.json").read_text())["dataset"] == str(path)
@@ -195,7 +202,8 @@ def test_a_data_file_in_the_opus_books_schema_trains(tmp_path):
 ])
 def test_an_unknown_language_pair_or_a_bad_setting_is_one_clear_line_and_leaves_no_folder(tmp_path, args, message):
     out = tmp_path / "run"
-    status, _, err = run_main(["train", "--out", out, *TINY, *args])
+    tiny = without(TINY, "--n-pairs") if "--dataset" in args else TINY      # --n-pairs: the built-in corpus's
+    status, _, err = run_main(["train", "--out", out, *tiny, *args])
     assert_clear_error(status, err, message, absent_folder=out)
 
 

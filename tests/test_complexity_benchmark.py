@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from numpy_transformer.benchmarks import complexity
 from numpy_transformer.benchmarks.complexity import (CacheModel, attention_multiply_adds, cache_bytes,
                                                      decode_with_cache, build_cache_model, feed_forward_multiply_adds,
                                                      fit_exponents, layer_multiply_adds, measure_cache, training_flops)
@@ -111,6 +112,22 @@ def test_the_encoder_decoder_cache_adds_the_sources_keys_and_values():
     result = measure_cache(CacheModel("tiny", lambda: config), n_tokens=6)
     assert result["bytes_per_token_per_layer"] == 2 * 16 * 4
     assert result["cache_bytes_at_max_len"] == 2 * 12 * 2 * 2 * 16 * 4          # self + cross, 2 layers
+
+
+@pytest.mark.parametrize("before, after, shared", [(0.3, 0.8, False), (2.0, 1.9, False), (1.5, 2.6, True),
+                                                    (3.1, 0.4, True)])
+def test_the_load_note_says_other_processes_shared_the_cores_only_when_the_load_was_above_their_count(
+        before, after, shared):
+    note = complexity.load_note(before, after, cores=2)
+    assert note.startswith(f"load average {before:.2f} at the start and {after:.2f} at the end on 2 cores: ")
+    assert ("above the core count, other processes shared them" in note) == shared
+    assert ("not above the core count, so every process had a core of its own" in note) == (not shared)
+
+
+def test_the_table_reading_names_the_runs_own_load():
+    text = complexity.why_exponents_differ({"repeats": 5, "load_average": [0.1, 0.2], "cores": 2})
+    assert "load average 0.10 at the start and 0.20 at the end on 2 cores: not above the core count" in text
+    assert "shared" not in text
 
 
 def test_bench_complexity_quick_prints_both_tables_and_ends_with_the_json_line(tmp_path):

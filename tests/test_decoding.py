@@ -2,6 +2,7 @@
 key/value cache against recomputing the prefix, EOS and length limits, padding invariance,
 hand-built cases where the search matters, and a copy task that a trained model solves exactly."""
 import itertools
+import textwrap
 from types import SimpleNamespace
 
 import numpy as np
@@ -32,6 +33,25 @@ def random_model(seed=0, sharpness=3.0, **overrides):
     model = Transformer(TransformerConfig(**{**TINY, **overrides}), rng(seed))
     model.projection.weight.data *= sharpness
     return model
+
+
+def test_the_modules_example_runs_with_the_ids_of_this_projects_tokenizers():
+    import numpy_transformer.decoding as decoding
+    from numpy_transformer.data.tokenizer import WordTokenizer
+
+    source, target = (WordTokenizer.train(["the cat sleeps", "a dog runs"] if language == "en" else
+                                          ["il gatto dorme", "un cane corre"], language, min_frequency=1)
+                      for language in ("en", "it"))
+    model = Transformer(TransformerConfig(**{**TINY, "src_vocab_size": source.vocab_size,
+                                             "tgt_vocab_size": target.vocab_size, "pad_id": source.pad_id}), rng())
+    src_ids = np.array([source.encode("the cat sleeps"), source.encode("a dog") + [source.pad_id]])
+    example = decoding.__doc__[decoding.__doc__.index("    from numpy_transformer.decoding import"):]
+    names = {"model": model, "src_ids": src_ids, "target_tokenizer": target}
+    exec(textwrap.dedent(example), names)
+    assert (names["sos_id"], names["eos_id"]) == (2, 3) == (target.tokenizer.token_to_id("[SOS]"), target.tokenizer.token_to_id("[EOS]"))
+    assert "# 2 and 3: [UNK] [PAD] [SOS] [EOS] first" in example
+    decoded = decoding.greedy_decode(model, src_ids, names["sos_id"], names["eos_id"], max_len=6)
+    assert len(decoded) == 2 and all(target.eos_id not in ids for ids in decoded)
 
 
 def sources(seed, batch=6, n=5):

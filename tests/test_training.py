@@ -3,6 +3,7 @@ learns, it is a function of its seed, it validates with dropout off, and it stop
 import copy
 import dataclasses
 import math
+import re
 import os
 import signal
 
@@ -239,6 +240,52 @@ def test_flags_override_a_preset_and_bad_values_fail_before_any_data_is_loaded()
         resolve("default", {"n_heads": 3})
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
         resolve("huge")
+
+
+@pytest.mark.parametrize("preset, data, why", [
+    ("default", {"n_pairs": 3000}, "size of the built-in corpus .* the dataset 'tatoeba' has its own size"),
+    ("grammar", {"dataset": "opus_books", "n_pairs": 3000}, "the dataset 'opus_books' has its own size"),
+    ("default", {"min_frequency": 5}, "the unigram tokenizer keeps the vocab_size likeliest pieces"),
+    ("grammar", {"vocab_size": 500}, "a word-level vocabulary holds every word"),
+    ("grammar", {"subset_mode": "random"}, "no subset is given"),
+    ("default", {"dataset_config": "en-it"}, "the corpus 'tatoeba' is read by name"),
+])
+def test_a_data_field_the_run_would_ignore_is_refused_naming_it_and_why(preset, data, why):
+    (field, value), = ((f, v) for f, v in data.items() if f != "dataset")
+    with pytest.raises(ValueError, match=rf"^DataConfig: {field} \({value!r}\) would be ignored: .*{why}"):
+        resolve(preset, data=data)
+
+
+@pytest.mark.parametrize("preset, training, field, why", [
+    ("thesis-1-head", {"lr_factor": 2.0}, "lr_factor", "scales the warm-up schedule, and this run's learning rate "
+                                                       "is the constant lr=0.0001"),
+    ("default", {"schedule": "constant", "lr": 1e-3, "lr_factor": 2.0}, "lr_factor", "the constant lr=0.001"),
+    ("default", {"lr": 1e-3}, "lr", "this run follows the warm-up schedule"),
+])
+def test_a_training_field_of_the_schedule_the_run_does_not_follow_is_refused(preset, training, field, why):
+    with pytest.raises(ValueError, match=rf"^TrainingConfig: {field} \({training[field]!r}\) would be ignored: "
+                                         rf".*{re.escape(why)}"):
+        resolve(preset, training=training)
+    assert resolve(preset, training={name: value for name, value in training.items() if name != field})
+
+
+@pytest.mark.parametrize("model, field, why", [
+    ({"relative_buckets": 16}, "relative_buckets", "T5's relative position bias, and this model's positions are "
+                                                   "'sinusoidal'"),
+    ({"positional": "learned", "relative_max_distance": 64}, "relative_max_distance", "positions are 'learned'"),
+    ({"positional": "relative", "positional_base": 500.0}, "positional_base", "positions are 'relative'"),
+])
+def test_a_model_field_of_positions_the_model_does_not_have_is_refused(model, field, why):
+    with pytest.raises(ValueError, match=rf"^TransformerConfig: {field} \({model[field]!r}\) would be ignored: "
+                                         rf".*{re.escape(why)}"):
+        resolve("default", model)
+    assert resolve("default", {"positional": "relative", "relative_buckets": 16})[0]["relative_buckets"] == 16
+
+
+def test_a_data_field_the_run_uses_is_taken():
+    assert resolve("grammar", data={"n_pairs": 3000})[2].n_pairs == 3000
+    assert resolve("default", data={"tokenizer": "bpe", "min_frequency": 5})[2].min_frequency == 5
+    assert resolve("grammar", data={"subset": 100, "subset_mode": "random"})[2].subset_mode == "random"
 
 
 def test_a_run_folder_is_refused_when_it_already_holds_a_model(tmp_path):

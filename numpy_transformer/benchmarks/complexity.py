@@ -297,6 +297,7 @@ def run(sweeps=SWEEPS, cache_models=CACHE_MODELS, repeats=5, plot_path=None, log
             f"{p['flops'] / p['seconds'] / 1e9:.1f} GFLOP/s" for p in result["points"]))
     results["cache"] = [measure_cache(model) for model in cache_models]
     results["load_average"] = [load_before, os.getloadavg()[0]]
+    results["cores"] = os.cpu_count()
     log("")
     log(complexity_table(results["sweeps"]))
     log("")
@@ -331,7 +332,6 @@ def complexity_table(sweep_results):
 
 def why_exponents_differ(results):
     """What the reader should take from the table, with this run's load."""
-    before, after = results["load_average"]
     return "\n".join([
         "Reading the table: the notes' exponent is the limit of one term; the FLOP exponent is the formula's over the",
         "sizes measured (attention 4Td² + 2T²d reaches 2 in T only when T ≫ 2d, the layer 12Td² + 2T²d only when",
@@ -339,10 +339,17 @@ def why_exponents_differ(results):
         "at small sizes Python's fixed cost per op flattens it, and the BLAS's speed changes with the shape (the",
         "GFLOP/s column). Attention's T² work is partly elementwise (softmax, its VJP: H·T² values, not T²·d),",
         "and its memory is H·T² (H = 4 heads here) plus T·d terms; memory leaves out the parameters' gradients.",
-        f"Timings: the median of {results['repeats']} timed runs per size, one BLAS thread; load average "
-        f"{before:.2f} at the start",
-        f"and {after:.2f} at the end on {os.cpu_count()} cores (above the core count, other processes shared them:",
-        "single points are then noisy)."])
+        f"Timings: the median of {results['repeats']} timed runs per size, one BLAS thread;",
+        load_note(*results["load_average"], results.get("cores") or os.cpu_count())])
+
+
+def load_note(before, after, cores):
+    """The load average at the start and at the end of the run against the core count, and what
+    it means for the timings: above the count, other processes shared the cores."""
+    measured = f"load average {before:.2f} at the start and {after:.2f} at the end on {cores} cores"
+    if max(before, after) > cores:
+        return f"{measured}: above the core count, other processes shared them, so single points are noisy."
+    return f"{measured}: not above the core count, so every process had a core of its own."
 
 
 def cache_table(cache_results):

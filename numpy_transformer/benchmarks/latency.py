@@ -2,8 +2,9 @@
 
 What a user waits for: `numpy-transformer translate` of one sentence with a beam of 4, and
 `numpy-transformer generate` of 64 tokens from one prompt. Both are measured on the models of
-`bench train-step` ("default": the default training run's encoder-decoder; "gpt-default": the
-lm preset's decoder-only model), random weights, evaluation mode, tokenization aside:
+`bench train-step` ("default": the default preset's encoder-decoder with the grammar preset's
+vocabularies; "gpt-default": the lm preset's decoder-only model), random weights, evaluation
+mode, tokenization aside:
 
 - translate: a source of 12 tokens, `beam_search` with 4 beams for exactly 20 steps (an
   end-of-sentence id the search never lets into its beam, found as `bench decode` finds one);

@@ -1,6 +1,6 @@
 """The `numpy-transformer` command: one module per command in this package.
 
-    numpy-transformer train [--out DIR] [--preset NAME] [--dataset builtin|opus_books|FILE] [flags]
+    numpy-transformer train [--out DIR] [--preset NAME] [--dataset tatoeba|builtin|opus_books|FILE] [flags]
     numpy-transformer translate --checkpoint DIR "a sentence" ...     (or lines on standard input)
     numpy-transformer evaluate --checkpoint DIR [--split test|validation] [--beam N]
     numpy-transformer attention --checkpoint DIR "a sentence" [--out DIR]
@@ -23,6 +23,7 @@ machine (a full disk, a folder that cannot be written, too little memory) print 
 `numpy-transformer COMMAND: error: …` and exit with status 1, without a traceback.
 """
 import argparse
+import difflib
 import errno
 import os
 import sys
@@ -39,8 +40,34 @@ COMMANDS = (check_gradients, train, translate, evaluate, generate, fill_mask, em
             bench)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, for the command and each of its subcommands (add_subparsers makes
+    them of this class too), with two changes: no abbreviations (`--thread 2` is not taken for
+    `--threads 2`), and an option a command does not know is refused by that command, with its
+    usage and the nearest of its own options: "unknown option --stpes; did you mean --steps?"."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(self.unknown_message(extras))
+        return parsed, extras
+
+    def unknown_message(self, extras):
+        """What is wrong with the first of `extras`, the arguments this parser did not take."""
+        options = [extra for extra in extras if extra.startswith("-")]
+        if not options:
+            return f"unrecognized arguments: {' '.join(extras)}"
+        name = options[0].split("=", 1)[0]
+        nearest = difflib.get_close_matches(name, self._option_string_actions, n=1)
+        return f"unknown option {name}" + (f"; did you mean {nearest[0]}?" if nearest else
+                                            f" (the options of {self.prog} are in {self.prog} --help)")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(prog="numpy-transformer", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="numpy-transformer", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
@@ -50,7 +77,7 @@ def build_parser():
 
 def requested_threads(argv):
     """The value of --threads (or --blas-threads) in argv, or None when it is not given."""
-    early = argparse.ArgumentParser(add_help=False)
+    early = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     early.add_argument("--threads", "--blas-threads", dest="threads")
     given, _ = early.parse_known_args(argv)
     try:

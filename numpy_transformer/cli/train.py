@@ -43,23 +43,27 @@ MODEL_FLAGS = [
     ("--norm-variant", "norm_variant", str, "LayerNorm of eq. (2) (thesis) or PyTorch's (torch)"),
     ("--activation", "activation", str, "feed-forward activation: relu, gelu or swiglu"),
     ("--positional", "positional", str, "positional encoding: sinusoidal, learned, or relative (T5's bias)"),
-    ("--relative-buckets", "relative_buckets", int, "buckets of T5's relative position bias (default 32)"),
-    ("--relative-max-distance", "relative_max_distance", int, "where its last bucket starts (default 128)"),
-    ("--positional-base", "positional_base", float, "the base N of the sinusoidal encoding, eq. (1)"),
+    ("--relative-buckets", "relative_buckets", int, "buckets of T5's relative position bias (--positional "
+                                                    "relative only)"),
+    ("--relative-max-distance", "relative_max_distance", int, "where its last bucket starts (--positional relative "
+                                                              "only)"),
+    ("--positional-base", "positional_base", float, "the base N of the sinusoidal encoding, eq. (1) (--positional "
+                                                    "sinusoidal only)"),
     ("--norm-eps", "norm_eps", float, "ε of the LayerNorm"),
     ("--attention", "attention", str, "the encoder's self-attention (a language model's): full or a chapter 2 "
                                       "variant"),
     ("--decoder-attention", "decoder_attention", str, "the decoder's self-attention (a causal kind; translation)"),
     ("--attention-options", "attention_options", json_object, 'options of the variants, as JSON: \'{"window": 8}\''),
     ("--memory-slots", "memory_slots", int, "m learned key/value slots appended to every attention's keys and "
-                                            "values (0, the default: none; full attention only)"),
-    ("--init", "init", str, "initial weights: xavier (the notes' rules, the default), xavier_uniform or torch"),
+                                            "values (0: none; full attention only)"),
+    ("--init", "init", str, "initial weights: xavier (the notes' rules), xavier_uniform (Glorot's uniform rule, "
+                            "embeddings included) or torch (PyTorch's defaults)"),
 ]
 TRAINING_FLAGS = [
     ("--batch-size", "batch_size", int, "sentence pairs (texts) per step"),
     ("--steps", "steps", int, "optimizer steps in all"),
     ("--epochs", "epochs", float, "passes over the training pairs (instead of --steps)"),
-    ("--lr-factor", "lr_factor", float, "factor of the warm-up schedule"),
+    ("--lr-factor", "lr_factor", float, "factor of the warm-up schedule (refused with a constant --lr)"),
     ("--label-smoothing", "label_smoothing", float, "label smoothing ε of the loss"),
     ("--seed", "seed", int, "seed of the initial weights, dropout and batch order"),
     ("--eval-every", "eval_every", int, "steps between validation losses"),
@@ -67,13 +71,13 @@ TRAINING_FLAGS = [
     ("--checkpoint-every", "checkpoint_every", int, "steps between checkpoints (each also writes the weights of "
                                                     "the lowest validation loss so far, checkpoint_best.npz)"),
     ("--early-stop", "early_stop", int, "stop after N validations in a row without a lower validation loss "
-                                        "(default: off, the run trains every step)"),
-    ("--precision", "precision", str, "float32 (the default) or mixed: float16 forward and backward, float32 "
-                                      "master weights and Adam, dynamic loss scaling"),
+                                        "(without it the run trains every step)"),
+    ("--precision", "precision", str, "float32, or mixed: float16 forward and backward, float32 master weights and "
+                                      "Adam, dynamic loss scaling"),
 ]
 DATA_FLAGS = [
-    ("--dataset", "dataset", str, "tatoeba (real English–Italian sentences in the package, offline; the "
-                                  "default), builtin (the synthetic grammar, offline), opus_books, a .jsonl/.json/.csv/"
+    ("--dataset", "dataset", str, "tatoeba (real English–Italian sentences in the package, offline), builtin "
+                                  "(the synthetic grammar, offline), opus_books, a .jsonl/.json/.csv/"
                                   ".tsv/.parquet file of pairs (columns named by the languages, or see --columns), "
                                   "the prefix P of two parallel text files P.en and P.it of one sentence a line "
                                   "(the pair's languages; line i of one translates line i of the other), each split "
@@ -92,20 +96,72 @@ DATA_FLAGS = [
                                   "en,de for a file without a header (its columns in order: the first English, the "
                                   "second German), english=en,german=de for a header naming them otherwise"),
     ("--dataset-config", "dataset_config", str, "the configuration of a Hugging Face dataset (wikitext-2-raw-v1, "
-                                                "iwslt2017-en-de)"),
-    ("--pair", "pair", str, "source-target languages (default en-it)"),
+                                                "iwslt2017-en-de; refused with tatoeba, builtin and opus_books, read "
+                                                "by name)"),
+    ("--pair", "pair", str, "source-target languages"),
     ("--language", "language", str, "a language model's language: the side of a parallel corpus it reads "
-                                    "(default: the pair's source, en)"),
-    ("--n-pairs", "n_pairs", int, "size of the built-in corpus (default 20000)"),
+                                    "(without it: the pair's source)"),
+    ("--n-pairs", "n_pairs", int, "size of the built-in corpus, --dataset builtin (refused with another corpus, "
+                                  "which has its own size)"),
     ("--subset", "subset", int, "keep only N pairs of the corpus"),
-    ("--subset-mode", "subset_mode", str, "which N pairs: first (default) or random"),
+    ("--subset-mode", "subset_mode", str, "which N pairs --subset keeps: first or random (refused without "
+                                          "--subset)"),
     ("--data-seed", "seed", int, "seed of the corpus split (and of the built-in corpus)"),
     ("--max-len", "max_len", int, "longest sentence in tokens, [SOS]/[EOS] included"),
-    ("--length-policy", "length_policy", str, "longer pairs: drop (default) or truncate; longer texts also split"),
-    ("--min-frequency", "min_frequency", int, "a word enters the vocabulary when seen this often (default 2)"),
-    ("--tokenizer", "tokenizer", str, "word (the thesis's word-level vocabulary, the default), or subwords: bpe "
-                                      "(byte-level BPE), wordpiece (BERT's) or unigram (SentencePiece's)"),
-    ("--vocab-size", "vocab_size", int, "entries of each subword vocabulary (default 8000)"),
+    ("--length-policy", "length_policy", str, "longer pairs: drop or truncate; longer texts also split"),
+    ("--min-frequency", "min_frequency", int, "a word (for bpe and wordpiece, a merge) enters the vocabulary when "
+                                              "seen this often (refused with --tokenizer unigram, which keeps the "
+                                              "likeliest pieces however often they are seen)"),
+    ("--tokenizer", "tokenizer", str, "word (the thesis's word-level vocabulary), or subwords: bpe (byte-level BPE), "
+                                      "wordpiece (BERT's) or unigram (SentencePiece's)"),
+    ("--vocab-size", "vocab_size", int, "entries of each subword vocabulary (refused with --tokenizer word)"),
+]
+
+
+def default_run():
+    """section ("model", "training", "data") → field → its value in a run of `numpy-transformer
+    train` with neither --preset nor --task: the default preset's, else its configuration's own
+    default (TransformerConfig's, TrainingConfig's, DataConfig's). The help names these, taken
+    from the code rather than written again. (The parser is built once the BLAS thread count is
+    fixed: loading NumPy here is safe.)"""
+    import dataclasses
+    from numpy_transformer.config import TransformerConfig
+    from numpy_transformer.training.settings import resolve
+
+    model, training, data = resolve()
+    missing = dataclasses.MISSING
+    own = {field.name: field.default_factory() if field.default is missing else field.default
+           for field in dataclasses.fields(TransformerConfig)
+           if field.default is not missing or field.default_factory is not missing}    # the fields with a default
+    return {"model": {**own, **model}, "training": dataclasses.asdict(training), "data": dataclasses.asdict(data)}
+
+
+def shown(value):
+    """A default as the help writes it: 0.1, 1e-06, 10000 (not 10000.0), xavier_uniform."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def with_default(text, value):
+    """A flag's help `text` ending with "; default VALUE", or as it is for a default of None
+    (its text says what no value means)."""
+    return text if value is None or value == {} else f"{text}; default {shown(value)}"
+
+
+def switch_default(flag, value):
+    """"; default --FLAG" or "; default --no-FLAG": the form of a --FLAG/--no-FLAG switch that
+    `value` (True or False) stands for."""
+    return f"; default {flag if value else flag.replace('--', '--no-', 1)}"
+
+
+# (flag, (section, field), help) of the switches --FLAG / --no-FLAG
+SWITCHES = [
+    ("--tie-embeddings", ("model", "tie_embeddings"), "the output projection is the target embedding transposed"),
+    ("--scale-embeddings", ("model", "scale_embeddings"), "multiply the embeddings by √d_model (§1.2) or not "
+                                                          "(GPT-2, BERT)"),
+    ("--gradient-checkpointing", ("model", "gradient_checkpointing"), "recompute the layers' activations in backward "
+                                                                      "(√L segments): less memory, more time"),
+    ("--shared-vocabulary", ("data", "shared_vocabulary"), "translation: one tokenizer trained on both languages, for "
+                                                           "source and target, or one per language"),
 ]
 
 
@@ -116,14 +172,25 @@ def preset_help(name, preset):
 
 
 def add_parser(commands):
-    train = commands.add_parser("train", help="train a translation model or a language model (built-in corpus by "
-                                              "default)",
-                                description="Train a translation model (or, with --task, a language model) and "
-                                            "evaluate it on the test split.")
+    defaults = default_run()
+    data = defaults["data"]
+    vocabulary = (f"one shared {data['tokenizer']} vocabulary" if data["shared_vocabulary"] else
+                  f"one {data['tokenizer']} vocabulary per language")
+    if data["tokenizer"] != "word":
+        vocabulary += f" of {data['vocab_size']:,}"
+    train = commands.add_parser(
+        "train", help=f"train a translation model (by default on dataset {data['dataset']}, {data['pair']}) or a "
+                      f"language model",
+        description=f"Train a translation model (or, with --task, a language model) and evaluate it on the test "
+                    f"split. The flags of the groups below override the preset; the defaults they name are those "
+                    f"of a run with neither --task nor --preset, that is --preset default: {data['dataset']} "
+                    f"{data['pair']}, {vocabulary}, {defaults['model']['init']} weights. --task lm|mlm and the other "
+                    f"presets set their own values (--preset).")
     train.add_argument("--out", metavar="DIR",
                        help=f"folder of the checkpoint, log, figure and metrics (default {DEFAULT_OUT})")
     train.add_argument("--task", choices=TASKS, dest="data.task",
-                       help="translation (the default), lm (a causal language model, GPT) or mlm (a masked one, BERT)")
+                       help=with_default("translation, lm (a causal language model, GPT) or mlm (a masked one, BERT)",
+                                         data["task"]))
     train.add_argument("--preset", choices=list(PRESETS),
                        help="the task's own if not given (default, lm, mlm). " +
                             "; ".join(f"{name}: {preset_help(name, preset)}" for name, preset in PRESETS.items()))
@@ -133,23 +200,22 @@ def add_parser(commands):
     for name, flags in groups:
         group = train.add_argument_group(f"{name} (override the preset)")
         for flag, field, kind, text in flags:
-            group.add_argument(flag, dest=f"{name}.{field}", type=kind, help=text, metavar=field.upper())
+            group.add_argument(flag, dest=f"{name}.{field}", type=kind, help=with_default(text, defaults[name][field]),
+                               metavar=field.upper())
     special = train.add_argument_group("model, training and data: more")
-    special.add_argument("--layers", type=int, help="encoder and decoder layers (both), or a language model's layers")
-    special.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction, dest="model.tie_embeddings",
-                         help="the output projection is the target embedding transposed")
-    special.add_argument("--scale-embeddings", action=argparse.BooleanOptionalAction, dest="model.scale_embeddings",
-                         help="multiply the embeddings by √d_model (§1.2; the default) or not (GPT-2, BERT)")
-    special.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction,
-                         dest="model.gradient_checkpointing",
-                         help="recompute the layers' activations in backward (√L segments): less memory, more time")
-    special.add_argument("--shared-vocabulary", action=argparse.BooleanOptionalAction, dest="data.shared_vocabulary",
-                         help="translation: one tokenizer trained on both languages, for source and target (default: "
-                              "one per language)")
-    special.add_argument("--lr", type=float, help="a constant learning rate (the thesis's runs: 1e-4)")
+    model, training = defaults["model"], defaults["training"]
+    special.add_argument("--layers", type=int, help=with_default("encoder and decoder layers (both), or a language "
+                                                                 "model's layers", model["n_encoder_layers"]))
+    for flag, (section, field), text in SWITCHES:
+        special.add_argument(flag, action=argparse.BooleanOptionalAction, dest=f"{section}.{field}",
+                             help=text + switch_default(flag, defaults[section][field]))
+    special.add_argument("--lr", type=float, help="a constant learning rate (the thesis's runs: 1e-4) instead of the "
+                                                  "warm-up schedule")
     special.add_argument("--warmup", type=int, metavar="STEPS",
-                         help="the warm-up schedule d^-0.5·min(t^-0.5, t·STEPS^-1.5) (the default preset's)")
-    special.add_argument("--clip-norm", type=float, help="largest gradient norm; 0 turns clipping off")
+                         help=with_default("the warm-up schedule d^-0.5·min(t^-0.5, t·STEPS^-1.5)",
+                                           training["warmup_steps"] if training["schedule"] == "warmup" else None))
+    special.add_argument("--clip-norm", type=float,
+                         help=with_default("largest gradient norm; 0 turns clipping off", training["clip_norm"]))
     add_decoding_arguments(train, "the final evaluation on the test split")
     train.add_argument("--samples", type=non_negative_integer, default=4, help="test translations to print (default 4)")
     add_dataset_cache_argument(train, "--dataset")

@@ -18,7 +18,7 @@ import math
 from autograd.checks import checked_integer, checked_number, is_number
 from autograd.optim import warmup_schedule
 from numpy_transformer.config import JsonConfig, TransformerConfig
-from numpy_transformer.data import DATASET_NAMES
+from numpy_transformer.data import CORPUS_NAMES, DATASET_NAMES
 from numpy_transformer.data.batching import POLICIES
 from numpy_transformer.data.corpus import SUBSET_MODES
 from numpy_transformer.data.files import parse_columns
@@ -57,18 +57,18 @@ class DataConfig(JsonConfig):
     | pair           | source-target languages, "en-it" (thesis §3.1)                           |
     | language       | a language model's language: the side of a parallel corpus it reads     |
     |                | (None: the pair's source), or the label of a text file's language       |
-    | n_pairs        | size of the built-in corpus (ignored for the others)                     |
+    | n_pairs        | size of the built-in corpus (the others ignore it: `resolve` refuses it) |
     | subset         | keep the first (or a random) N pairs before splitting; None: all         |
     | subset_mode    | "first" or "random"                                                      |
     | seed           | generates (built-in), subsets and splits the corpus 90/5/5 (carves the   |
     |                | held-out splits a corpus lacks)                                          |
     | max_len        | longest sentence in tokens, [SOS]/[EOS] included; the model's max_len    |
     | length_policy  | "drop" the longer pairs (texts), "truncate" them, or (texts) "split"     |
-    | min_frequency  | a word (or, for BPE, a merge) enters the vocabulary when seen this often  |
-    |                | in training (2)                                                          |
+    | min_frequency  | a word (or, for BPE and WordPiece, a merge) enters the vocabulary when   |
+    |                | seen this often in training (2; "unigram" ignores it)                    |
     | tokenizer      | "word" (the thesis's word-level vocabulary), or a subword kind: "bpe"    |
     |                | (byte-level BPE), "wordpiece" (BERT's) or "unigram" (SentencePiece's)    |
-    | vocab_size     | the entries of each subword vocabulary (ignored by "word")               |
+    | vocab_size     | the entries of each subword vocabulary ("word" ignores it)               |
     | shared_vocabulary | translation: one tokenizer trained on both sides, for source and     |
     |                | target (False: one per language)                                         |
     | fingerprint    | {"pairs": N, "sha256": …} of the corpus's pairs, set by the run that     |
@@ -232,18 +232,79 @@ def resolve(preset_name=None, model=None, training=None, data=None):
     """(model fields, TrainingConfig, DataConfig): the preset's values, then the overrides (dicts
     of field → value). No preset: the one of the task the overrides name (translation's
     "default"). The model fields are checked at once with a stand-in vocabulary, so a bad value
-    fails before any data is loaded; the vocabulary sizes come later, from the tokenizers."""
+    fails before any data is loaded; the vocabulary sizes come later, from the tokenizers. A
+    data field given that the run would ignore (n_pairs with a corpus other than the built-in
+    one, min_frequency with the unigram tokenizer, …: `unused_data_fields`), a training field
+    of the schedule it does not follow (`unused_training_fields`) or a model field of positions
+    it does not have (`unused_model_fields`) is a ValueError naming it and why."""
     task = (data or {}).get("task")
     preset = get_preset(preset_name or TASK_PRESETS.get(task, "default"))
     if task is not None and task != preset.task:
         raise ValueError(f"the preset {preset_name!r} trains the task {preset.task!r}, not {task!r}: leave out "
                          f"--preset, or name a preset of {task!r} ({', '.join(n for n, p in PRESETS.items() if p.task == task)})")
     model_fields = {**preset.model, **(model or {})}
+    check_fields_used("TransformerConfig", model or {}, unused_model_fields(model_fields))
     data_config = DataConfig(**{**preset.data, **(data or {})})
+    check_fields_used("DataConfig", data or {}, unused_data_fields(data_config))
     training_config = TrainingConfig(**{**preset.training, **(training or {})})
+    check_fields_used("TrainingConfig", training or {}, unused_training_fields(training_config))
     vocab_sizes = (4, 4) if data_config.task == "translation" else (7,)
     model_config(model_fields, vocab_sizes, pad_id=1, max_len=data_config.max_len, task=data_config.task)
     return model_fields, training_config, data_config
+
+
+def unused_model_fields(fields):
+    """field → why a model of these `fields` makes no use of it: the options of the positional
+    encodings it does not have."""
+    positional = fields.get("positional", TransformerConfig.positional)
+    unused = {}
+    if positional != "relative":
+        unused.update(dict.fromkeys(("relative_buckets", "relative_max_distance"), (
+            f"it shapes T5's relative position bias, and this model's positions are {positional!r}: leave it out, "
+            f"or choose positional='relative'")))
+    if positional != "sinusoidal":
+        unused["positional_base"] = (f"it is the base of the sinusoidal encoding, and this model's positions are "
+                                     f"{positional!r}: leave it out")
+    return unused
+
+
+def unused_data_fields(config):
+    """field → why `config` makes no use of it: the fields its corpus or tokenizer ignore."""
+    unused = {}
+    if config.dataset != "builtin":
+        unused["n_pairs"] = (f"it is the size of the built-in corpus (dataset 'builtin'), and the dataset "
+                             f"{config.dataset!r} has its own size: leave it out (subset keeps fewer pairs)")
+    if config.tokenizer == "unigram":
+        unused["min_frequency"] = ("the unigram tokenizer keeps the vocab_size likeliest pieces however often they are "
+                                   "seen (min_frequency is for the tokenizers word, bpe and wordpiece): leave it out")
+    if config.tokenizer == "word":
+        unused["vocab_size"] = ("a word-level vocabulary holds every word seen min_frequency times (vocab_size is for "
+                                "the subword tokenizers bpe, wordpiece and unigram): leave it out")
+    if config.dataset in CORPUS_NAMES:
+        unused["dataset_config"] = (f"it names the configuration of a Hugging Face dataset, and the corpus "
+                                    f"{config.dataset!r} is read by name (opus_books: the pair is its configuration): "
+                                    f"leave it out")
+    if config.subset is None:
+        unused["subset_mode"] = "it says which pairs a subset keeps, and no subset is given: give subset too"
+    return unused
+
+
+def unused_training_fields(config):
+    """field → why `config` makes no use of it: the fields of the schedule it does not follow."""
+    if config.schedule == "constant":
+        return {"lr_factor": f"it scales the warm-up schedule, and this run's learning rate is the constant "
+                             f"lr={config.lr:g}: leave it out, or choose the warm-up schedule"}
+    return {"lr": "it is the constant schedule's learning rate, and this run follows the warm-up schedule "
+                  "(lr_factor scales it): leave it out, or choose the constant schedule"}
+
+
+def check_fields_used(settings, given, unused):
+    """A ValueError naming the first field of `given` (the caller's overrides of the class
+    `settings`) in `unused` (field → why the run ignores it): a value silently dropped would
+    train another run than the one asked for."""
+    for field, value in given.items():
+        if value is not None and field in unused:
+            raise ValueError(f"{settings}: {field} ({value!r}) would be ignored: {unused[field]}")
 
 
 # task → the TransformerConfig's constructor for its kind of model, and the model
