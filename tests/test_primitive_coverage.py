@@ -14,7 +14,7 @@ from autograd.engine import topological_order
 from numpy_transformer.attention import (blockwise_attention, linear_attention, sliding_window_attention,
                                          sparse_attention, sliding_window_pattern)
 from numpy_transformer.attention.kernel_linear import random_features
-from numpy_transformer.attention.fused_weights import FusedAttentionWeights
+from autograd.engine_room.fused_attention_weights import FusedAttentionWeights
 from numpy_transformer.masks import causal_mask
 
 
