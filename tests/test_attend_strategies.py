@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from autograd import Tensor
+from numpy_transformer.analysis.hooks import attention_modules, weights_hooks
 from numpy_transformer.attention import MultiHeadAttention
 from numpy_transformer.attention import attend, split_heads
 from numpy_transformer.attention.attend import FullAttention, MemorySlotsAttention, VariantAttention
 from numpy_transformer.attention.cache import KeyValueCache
 from numpy_transformer.attention.relative import RelativePositionBias
 from numpy_transformer.masks import causal_mask
+from numpy_transformer.model import Transformer, TransformerConfig
 
 D, HEADS = 8, 2
 
@@ -153,3 +155,13 @@ def test_cross_attention_with_memory_slots_projects_the_memory_once():
     later = attention(Tensor(x.data[:, 1:]), Tensor(np.zeros(memory.shape)), cache=cache).data
     assert cache["k"].shape[-2] == 6
     np.testing.assert_allclose(np.concatenate([first, later], axis=1), full, rtol=0, atol=1e-13)
+
+
+def test_the_analyses_hooks_reach_full_attention_in_a_model_whose_self_attention_is_a_variant():
+    config = TransformerConfig(12, 14, d_model=D, n_heads=HEADS, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
+                               attention="window", attention_options={"window": 2}, max_len=16, dtype="float64")
+    model, seen = Transformer(config, rng()), []
+    with weights_hooks(model, lambda name: lambda weights: seen.append(name) or weights):
+        model(np.array([[3, 4, 5]]), np.array([[1, 5, 6]]))
+    assert seen == ["decoder.0.cross_attn"]
+    assert all(module.attend.weights_hook is None for module in attention_modules(model).values())

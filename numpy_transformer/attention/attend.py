@@ -87,11 +87,12 @@ class MemorySlotsAttention(FullAttention):
 class VariantAttention:
     """A variant of chapter 2: `variant`, a module of variants.py ((Q, K, V, mask, cache) →
     heads), of attention `kind`. Self-attention only, without a bias; it forms no weights of
-    eq. (6), so it keeps no `last_weights` and never calls a hook. The variant keeps what it
-    needs of past positions in the cache itself as it attends (every key and value, or linear
-    attention's recurrent state), so `keep` passes this call's keys and values on as they are."""
+    eq. (6), so its `last_weights` stays None and its `weights_hook` is never called. The
+    variant keeps what it needs of past positions in the cache itself as it attends (every key
+    and value, or linear attention's recurrent state), so `keep` passes this call's keys and
+    values on as they are."""
 
-    last_weights = None
+    last_weights = weights_hook = None
 
     def __init__(self, variant, kind):
         self.variant, self.kind = variant, kind
