@@ -7,8 +7,7 @@ import pytest
 
 from autograd import Tensor
 from numpy_transformer.analysis.hooks import attention_modules, weights_hooks
-from numpy_transformer.attention import MultiHeadAttention
-from numpy_transformer.attention import attend, split_heads
+from numpy_transformer.attention import MultiHeadAttention, attend, split_heads
 from numpy_transformer.attention.attend import FullAttention, MemorySlotsAttention, VariantAttention
 from numpy_transformer.attention.cache import KeyValueCache
 from numpy_transformer.attention.relative import RelativePositionBias
