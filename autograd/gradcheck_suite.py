@@ -13,6 +13,7 @@ import autograd.functional as F
 from autograd import ops
 from autograd.checkpointing import checkpoint
 from autograd.engine import Tensor
+from autograd.engine_room.fused_attention_weights import fused_attention_weights
 from autograd.gradcheck import analytic_jacobian, numerical_jacobian
 from autograd.plain_mode import plain
 
@@ -34,6 +35,7 @@ _IDS = np.array([[0, 3, 3], [1, 0, 4]])
 _TARGETS = np.array([2, 0, 4, 1])
 _SEGMENTS = np.array([2, 0, 2, 1, 2, 0])  # six rows in four segments, segment 3 empty
 _MASK = np.array([[True, False, False, True], [False, True, False, False], [True, True, False, False]])
+_CAUSAL = np.tril(np.ones((3, 5), bool))
 
 CASES = [
     Case("a + b (broadcast)", lambda a, b: a + b, ((3, 4), (4,))),
@@ -73,6 +75,8 @@ CASES = [
     Case("sigmoid", lambda a: F.sigmoid(a), ((3, 4),)),
     Case("leaky_relu", lambda a: F.leaky_relu(a, 0.2), ((3, 4),)),
     Case("elu", lambda a: F.elu(a), ((3, 4),)),
+    Case("attention weights (fused, masked, bias)", lambda q, k, r: fused_attention_weights(q, k, _CAUSAL, r),
+         ((2, 3, 4), (2, 5, 4), (3, 5))),
     Case("layer_norm (thesis eq. 2)", lambda x, g, b: F.layer_norm(x, g, b), ((3, 5), (5,), (5,))),
     Case("layer_norm (torch)", lambda x, g, b: F.layer_norm(x, g, b, variant="torch"), ((3, 5), (5,), (5,))),
     Case("layer_norm_composite", lambda x, g, b: F.layer_norm_composite(x, g, b), ((3, 5), (5,), (5,))),

@@ -5,9 +5,10 @@
         loss = model(src, tgt_in) ...; loss.backward()
     print(prof.table())
 
-While a `profile()` block runs, `Function.apply` and `Tensor.backward` time every `forward` and
-every VJP (`backward`) of every primitive; outside one the engine checks a single global
-(`engine._profiler is None`) and does nothing else, so profiling costs nothing when it is off.
+While a `profile()` block runs, the engine room's form of `Function.apply` and `Tensor.backward`
+(autograd/engine_room/reverse_mode.py) times every `forward` and every VJP (`backward`) of every
+primitive; outside one it checks a single global (`reverse_mode._profiler is None`) and does
+nothing else, so profiling costs nothing when it is off. Inside `autograd.plain()` nothing is timed.
 The time not spent inside an op (module code, `Function.apply`'s bookkeeping, the optimizer if
 it runs in the block) is reported as "outside ops": it is the overhead Python adds per op.
 """
@@ -15,7 +16,7 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 
-from autograd import engine
+from autograd.engine_room import reverse_mode
 
 
 class Profile:
@@ -69,13 +70,13 @@ class Profile:
 @contextmanager
 def profile():
     """Profile every op run inside the block; yields the `Profile` (read it after the block)."""
-    if engine._profiler is not None:
+    if reverse_mode._profiler is not None:
         raise RuntimeError("profile(): a profile is already running (profiles do not nest)")
     result = Profile()
-    engine._profiler = result
+    reverse_mode._profiler = result
     start = time.perf_counter()
     try:
         yield result
     finally:
         result.wall_seconds = time.perf_counter() - start
-        engine._profiler = None
+        reverse_mode._profiler = None

@@ -163,7 +163,8 @@ class TransformerConfig(JsonConfig):
     |                          | taken by one of the two kinds (cross-attention is "full") |             |
     | memory_slots             | m learned key/value slots appended to the keys and values | notes       |
     |                          | of every attention layer, cross-attention included: K =   |             |
-    |                          | [Z W_k; M_k] (attention.memory); 0: none; "full" only     |             |
+    |                          | [Z W_k; M_k] (attention.memory_slots); 0: none; only      |             |
+    |                          | with "full" attention                                     |             |
     | tie_embeddings           | the projection P is the target embedding transposed       | §1.2.5      |
     | share_source_embedding   | one embedding for both languages (one vocabulary)         |             |
     | pad_id                   | the padding token of both vocabularies (masked as a key); | eq. (10)    |

@@ -76,5 +76,5 @@ def test_attention_times_gradient_leaves_the_model_as_it_was():
     attention_gradient_attribution(model, *pair_ids(PAIRS[3]))
     assert model.training and all(p.grad is None for p in model.parameters())
     assert all(np.array_equal(before[name], p.data) for name, p in model.named_parameters())
-    assert all(module.weights_hook is None for module in
+    assert all(module.attend.weights_hook is None for module in
                [layer.self_attn for layer in model.encoder.layers])

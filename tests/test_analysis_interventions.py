@@ -76,4 +76,4 @@ def test_hooks_are_removed_even_when_the_block_fails():
     with pytest.raises(RuntimeError, match="inside"):
         with weights_hooks(model, lambda name: lambda w: w * 0):
             raise RuntimeError("inside")
-    assert all(module.weights_hook is None for module in attention_modules(model).values())
+    assert all(module.attend.weights_hook is None for module in attention_modules(model).values())

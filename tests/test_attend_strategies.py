@@ -1,15 +1,18 @@
 """The extension points of MultiHeadAttention (numpy_transformer/attention/attend.py and cache.py):
 the attend strategy chosen at construction and replaceable after it, the key/value cache with
-its append and reuse, and `weights_used`, where the analyses see and replace the weights."""
+its append and reuse, and the strategy's `weights_used`, where the analyses see and replace the
+weights."""
 import numpy as np
 import pytest
 
 from autograd import Tensor
-from numpy_transformer.attention import MultiHeadAttention
+from numpy_transformer.analysis.hooks import attention_modules, weights_hooks
+from numpy_transformer.attention import MultiHeadAttention, attend, split_heads
 from numpy_transformer.attention.attend import FullAttention, MemorySlotsAttention, VariantAttention
 from numpy_transformer.attention.cache import KeyValueCache
 from numpy_transformer.attention.relative import RelativePositionBias
 from numpy_transformer.masks import causal_mask
+from numpy_transformer.model import Transformer, TransformerConfig
 
 D, HEADS = 8, 2
 
@@ -51,7 +54,7 @@ def test_a_strategy_of_ones_own_replaces_how_the_heads_attend():
     attention = MultiHeadAttention(D, 1, rng(), dtype=np.float64)
     for linear in (attention.W_q, attention.W_k, attention.W_v, attention.W_c):
         linear.weight.data, linear.bias.data = np.eye(D), np.zeros(D)
-    attention.attend = UniformAttention(attention.weights_used)
+    attention.attend = UniformAttention(attention.dropout)
     x = tokens(2, 5, D)
     expected = np.broadcast_to(x.data.mean(axis=1, keepdims=True), x.shape)     # identity projections
     np.testing.assert_allclose(attention(x).data, expected, rtol=1e-14)
@@ -60,7 +63,7 @@ def test_a_strategy_of_ones_own_replaces_how_the_heads_attend():
 
 def test_a_strategy_of_ones_own_still_takes_the_keys_through_the_cache():
     attention = layer()
-    attention.attend = UniformAttention(attention.weights_used)
+    attention.attend = UniformAttention(attention.dropout)
     x = tokens(1, 4, D)
     full = attention(x).data
     cache = {}
@@ -70,7 +73,7 @@ def test_a_strategy_of_ones_own_still_takes_the_keys_through_the_cache():
     np.testing.assert_allclose(last[:, 0], full[:, 3], rtol=1e-14)
 
 
-# --- weights_used: last_weights and the hook -------------------------------------------------
+# --- the strategy's weights_used: last_weights and the hook ----------------------------------
 
 def test_the_hook_sees_the_weights_of_equation_6_and_what_it_returns_multiplies_V():
     attention, x = layer(), tokens(2, 4, D)
@@ -79,7 +82,7 @@ def test_the_hook_sees_the_weights_of_equation_6_and_what_it_returns_multiplies_
     def silence(weights):
         seen.append(weights.data)
         return weights * 0
-    attention.weights_hook = silence
+    attention.attend.weights_hook = silence
     out = attention(x, mask=causal_mask(4)).data
     assert len(seen) == 1 and seen[0].shape == (2, HEADS, 4, 4) and seen[0] is attention.last_weights
     np.testing.assert_allclose(seen[0].sum(-1), 1, rtol=1e-14)
@@ -89,16 +92,15 @@ def test_the_hook_sees_the_weights_of_equation_6_and_what_it_returns_multiplies_
 
 def test_the_variants_never_reach_the_hook_and_keep_no_weights():
     attention = layer(attention="window", window=3)
-    attention.weights_hook = lambda weights: pytest.fail("a variant formed full attention's weights")
+    attention.attend.weights_hook = lambda weights: pytest.fail("a variant formed full attention's weights")
     attention(tokens(2, 5, D))
     assert attention.last_weights is None
 
 
 # --- the cache -------------------------------------------------------------------------------
 
-def test_append_joins_the_new_keys_after_the_cached_ones_and_no_store_keeps_nothing():
+def test_append_joins_the_new_keys_after_the_cached_ones():
     K, V = tokens(1, HEADS, 2, 4), tokens(1, HEADS, 2, 4, seed=2)
-    assert KeyValueCache(None).append(K, V) == (K, V)
     store = {}
     KeyValueCache(store).append(K, V)
     all_K, all_V = KeyValueCache(store).append(V, K)
@@ -116,8 +118,19 @@ def test_reuse_computes_the_keys_and_values_once_per_store():
     store = {}
     first, later = KeyValueCache(store).reuse(keys_values), KeyValueCache(store).reuse(keys_values)
     assert len(calls) == 1 and first[0] is later[0] and first[1] is later[1]
-    KeyValueCache(None).reuse(keys_values)
-    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("options", [{}, dict(memory_slots=2)], ids=["full", "memory-slots"])
+def test_without_a_cache_the_keys_and_values_are_computed_directly(options, monkeypatch):
+    """Self- and cross-attention, training or encoding: K and V are Z W_k and Z W_v split per
+    head, and no KeyValueCache is ever built."""
+    monkeypatch.setattr(attend, "KeyValueCache", lambda store: pytest.fail("a cache was built without a cache"))
+    attention, x, memory = layer(**options), tokens(2, 4, D), tokens(2, 6, D, seed=2)
+    for z, key_value in ((x, None), (memory, memory)):
+        K, V = attention.keys_values(x, key_value, None)
+        np.testing.assert_array_equal(K.data, split_heads(attention.W_k(z), HEADS).data)
+        np.testing.assert_array_equal(V.data, split_heads(attention.W_v(z), HEADS).data)
+        assert attention(x, key_value).shape == x.shape
 
 
 def test_memory_slots_a_relative_bias_and_the_cache_together_give_the_uncached_outputs():
@@ -141,3 +154,13 @@ def test_cross_attention_with_memory_slots_projects_the_memory_once():
     later = attention(Tensor(x.data[:, 1:]), Tensor(np.zeros(memory.shape)), cache=cache).data
     assert cache["k"].shape[-2] == 6
     np.testing.assert_allclose(np.concatenate([first, later], axis=1), full, rtol=0, atol=1e-13)
+
+
+def test_the_analyses_hooks_reach_full_attention_in_a_model_whose_self_attention_is_a_variant():
+    config = TransformerConfig(12, 14, d_model=D, n_heads=HEADS, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
+                               attention="window", attention_options={"window": 2}, max_len=16, dtype="float64")
+    model, seen = Transformer(config, rng()), []
+    with weights_hooks(model, lambda name: lambda weights: seen.append(name) or weights):
+        model(np.array([[3, 4, 5]]), np.array([[1, 5, 6]]))
+    assert seen == ["decoder.0.cross_attn"]
+    assert all(module.attend.weights_hook is None for module in attention_modules(model).values())

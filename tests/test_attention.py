@@ -7,7 +7,7 @@ import pytest
 from autograd import Tensor, gradcheck, no_grad
 from numpy_transformer.attention import (MultiHeadAttention, merge_heads, scaled_dot_product_attention,
                                          split_heads)
-from numpy_transformer.attention.fused_weights import FusedAttentionWeights
+from autograd.engine_room.fused_attention_weights import FusedAttentionWeights
 from numpy_transformer.attention.scaled_dot_product import attention_weights_composite
 from numpy_transformer.masks import causal_mask, padding_mask
 from numpy_transformer.nn import Dropout

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import autograd.functional as F
-from autograd import Tensor, engine
+from autograd import Tensor
+from autograd.engine_room import reverse_mode
 from autograd.engine import topological_order
 from autograd.optim import Adam
 from numpy_transformer.config import TransformerConfig
@@ -53,8 +54,8 @@ def test_one_float32_training_step_holds_and_passes_only_float32_arrays(options,
     model = Transformer(config, np.random.default_rng(0)).train()
     optimizer = Adam(model.named_parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
     passed = []
-    accumulate = engine._accumulate
-    monkeypatch.setattr(engine, "_accumulate", lambda grads, owned, tensor, g, fresh:
+    accumulate = reverse_mode._accumulate
+    monkeypatch.setattr(reverse_mode, "_accumulate", lambda grads, owned, tensor, g, fresh:
                         (passed.append(g.dtype), accumulate(grads, owned, tensor, g, fresh)))
 
     loss = F.cross_entropy(model(SRC, TGT_IN), TGT_OUT, ignore_index=PAD, label_smoothing=0.1)
@@ -100,8 +101,8 @@ def test_one_mixed_precision_step_holds_and_passes_float16_arrays(options, monke
     optimizer = Adam(model.named_parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
     mixed = MixedPrecision(model)
     passed, held = [], []
-    accumulate = engine._accumulate
-    monkeypatch.setattr(engine, "_accumulate", lambda grads, owned, tensor, g, fresh:
+    accumulate = reverse_mode._accumulate
+    monkeypatch.setattr(reverse_mode, "_accumulate", lambda grads, owned, tensor, g, fresh:
                         (passed.append(g.dtype), accumulate(grads, owned, tensor, g, fresh)))
 
     def loss_of(half):

@@ -1,7 +1,7 @@
 """Every primitive the project registers, in autograd/ or numpy_transformer/, has a float64
-gradient check: this file checks one case per attention primitive (the fused weights of eq. (6)
-and the variants of chapter 2) and fails if a registered primitive appears in none (autograd's
-own are covered by tests/test_gradcheck_suite.py)."""
+gradient check: this file checks one case per attention primitive of chapter 2's variants and
+fails if a registered primitive appears in none (autograd's own, the fused attention weights of
+eq. (6) among them, are covered by tests/test_gradcheck_suite.py)."""
 import importlib
 import pkgutil
 
@@ -14,8 +14,6 @@ from autograd.engine import topological_order
 from numpy_transformer.attention import (blockwise_attention, linear_attention, sliding_window_attention,
                                          sparse_attention, sliding_window_pattern)
 from numpy_transformer.attention.kernel_linear import random_features
-from numpy_transformer.attention.fused_weights import FusedAttentionWeights
-from numpy_transformer.masks import causal_mask
 
 
 def qkv(n=6, d=3, seed=0):
@@ -25,7 +23,6 @@ def qkv(n=6, d=3, seed=0):
 
 OMEGA = random_features(3, 4, np.random.default_rng(1), dtype=np.float64)
 CASES = {
-    "attention weights (fused, causal)": lambda q, k, v: FusedAttentionWeights.apply(q, k, allowed=causal_mask(6)) @ v,
     "blockwise": lambda q, k, v: blockwise_attention(q, k, v, 4, causal=True),
     "sparse": lambda q, k, v: sparse_attention(q, k, v, sliding_window_pattern(6, 3)),
     "window": lambda q, k, v: sliding_window_attention(q, k, v, 3, dilation=2, global_tokens=(0,)),

@@ -1,4 +1,4 @@
-"""The training loop (numpy_transformer/training/: loop.py, configs.py, run.py): it
+"""The training loop (numpy_transformer/training/: loop.py, presets.py, run.py): it
 learns, it is a function of its seed, it validates with dropout off, and it stops cleanly."""
 import copy
 import dataclasses

@@ -6,10 +6,11 @@ Names: `encoder.{l}.self_attn`, `decoder.{l}.self_attn` (masked, eq. (10)) and
 has one stack: a decoder-only model's layers are named `decoder.{l}.self_attn` (causal), an
 encoder-only model's `encoder.{l}.self_attn`.
 
-`weights_hooks(model, make_hook)` sets `MultiHeadAttention.weights_hook` of every layer for the
-duration of a `with` block: make_hook(name) returns a function weights → weights (a Tensor
-(batch, heads, n_q, n_k)), or None to leave that layer alone. The hook sees the weights after
-the softmax and before they multiply V, so what it returns is what the layer uses.
+`weights_hooks(model, make_hook)` sets the `weights_hook` of every layer's attend strategy
+(`layer.attend`, numpy_transformer/attention/attend.py) for the duration of a `with` block:
+make_hook(name) returns a function weights → weights (a Tensor (batch, heads, n_q, n_k)), or
+None to leave that layer alone. The hook sees the weights after the softmax and before dropout
+and V, so what it returns is what the layer uses.
 """
 import contextlib
 
@@ -43,11 +44,11 @@ def layer_of(name):
 def weights_hooks(model, make_hook):
     """Inside the block, layer `name` passes its weights through make_hook(name) (if not None)."""
     modules = attention_modules(model)
-    previous = {name: module.weights_hook for name, module in modules.items()}
+    previous = {name: module.attend.weights_hook for name, module in modules.items()}
     try:
         for name, module in modules.items():
-            module.weights_hook = make_hook(name)
+            module.attend.weights_hook = make_hook(name)
         yield modules
     finally:
         for name, module in modules.items():
-            module.weights_hook = previous[name]
+            module.attend.weights_hook = previous[name]

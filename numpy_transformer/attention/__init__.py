@@ -17,8 +17,9 @@ The pattern builders of Figure 7 are in `patterns.py`.
 
 The layer, multi_head.py, is eqs. (3)–(7) in four lines; what is not in those equations joins
 it through named pieces: heads.py (the reshapes of eqs. (3) and (7)), attend.py (how the heads
-attend: full attention, memory slots, a variant), cache.py (the key/value cache of decoding),
-memory_slots.py and relative.py (learned key/value slots, T5's relative position bias).
+attend: full attention, memory slots, a variant; the weights' dropout and the analyses' hook),
+cache.py (the key/value cache of decoding), memory_slots.py and relative.py (learned key/value
+slots, T5's relative position bias).
 """
 from numpy_transformer.attention.scaled_dot_product import scaled_dot_product_attention
 from numpy_transformer.attention.heads import merge_heads, split_heads

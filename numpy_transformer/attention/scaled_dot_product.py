@@ -12,8 +12,9 @@ of the saturated corners where its Jacobian vanishes (§1.2.3, eq. (9)).
 
 `attention_weights_composite` computes the weights of eqs. (6) and (10) step by step with the
 engine's ops, and autograd derives their gradient; `scaled_dot_product_attention` runs it inside
-`autograd.plain()`. Otherwise it runs `FusedAttentionWeights` (fused_weights.py), the same
-weights as one primitive with a hand-derived VJP (tests/test_attention.py compares the two).
+`autograd.plain()`. Otherwise it runs the engine room's `FusedAttentionWeights`
+(autograd/engine_room/fused_attention_weights.py), the same weights as one primitive with a
+hand-derived VJP (tests/test_attention.py compares the two).
 """
 import math
 
@@ -23,7 +24,7 @@ import autograd.functional as F
 from autograd import masked_fill
 from autograd.plain_mode import is_plain
 from autograd.engine import as_tensor
-from numpy_transformer.attention.fused_weights import fused_attention_weights
+from autograd.engine_room.fused_attention_weights import fused_attention_weights
 from numpy_transformer.masks import boolean_mask
 
 

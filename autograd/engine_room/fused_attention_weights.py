@@ -2,6 +2,10 @@
 `attention_weights_composite` (numpy_transformer/attention/scaled_dot_product.py, where the
 weights are computed step by step from the engine's ops).
 
+The op is generic, which is why it lives in the engine room: a softmax over the last axis of the
+scaled products of two arrays, with an optional additive bias and a boolean mask; it knows
+nothing of heads, layers or caches (those stay in numpy_transformer/attention/).
+
 What differs from the plain form: the scores, the mask and the softmax are one Function with one
 buffer instead of five ops, each keeping its own array of the scores' size alive until backward;
 the VJP is derived by hand (below); float16 q and k are computed in float32 (the architecture
