@@ -201,9 +201,10 @@ def test_an_old_run_resumes_to_the_weights_the_old_code_reached(runs, tmp_path, 
 @pytest.mark.numerics
 @pytest.mark.parametrize("run", KINDS)
 def test_an_old_run_resumed_in_two_parts_ends_bit_for_bit_where_it_ends_in_one(runs, tmp_path, run):
-    """The checkpoint a resumed old run writes holds all the state the old one did: resumed one
-    step, then one more, the run ends on the checkpoint of the resume to step 6 in one go, key
-    projections' biases and Adam's moments included, on any BLAS kernel."""
+    """The checkpoint a resumed old run writes holds all the state the old one did: resumed to
+    step 5, then to step 6, the run ends on the checkpoint a resume to step 6 in one go writes,
+    bit for bit (the key projections' biases and Adam's moments included), on any BLAS kernel:
+    both are computed on this machine."""
     whole = saved_archive(resume(runs, tmp_path / "whole", run, steps=6))
     resume(runs, tmp_path / "parts", run, steps=5)
     parts = saved_archive(resume(runs, tmp_path / "parts", run, steps=6))
