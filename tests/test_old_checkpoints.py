@@ -179,10 +179,10 @@ def resume(runs, folder, run, steps):
 def test_an_old_run_resumes_to_the_weights_the_old_code_reached(runs, tmp_path, run):
     """Two more steps from the old checkpoint (its Adam moments and step count, its generators'
     states, the masks of mlm) land on the weights the old code's resume reached: each weight the
-    loss depends on to rtol 1e-5 (the largest deviation across BLAS kernels uses 0.5 % of it; an
-    Adam step count off by one, or moments halved, 88 to 144 times it), and the model gives the
-    logits of the old code's resumed model (LOGITS; a step count off by one misses them by 3,000
-    times the tolerance), the biases of its key projections included."""
+    loss depends on to rtol 1e-5 (the largest deviation across BLAS kernels uses 0.5 % of it;
+    Adam's step count off by one misses by 88 times it, its moments halved by 109 to 144), and the
+    model gives the logits of the old code's resumed model (LOGITS; a step count off by one misses
+    them by 3,000 times the tolerance), the biases of its key projections included."""
     folder = resume(runs, tmp_path / run, run, steps=6)
     resumed = saved_weights(folder)
     with np.load(EXPECTED / "resumed.npz") as expected:
