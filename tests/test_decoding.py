@@ -158,12 +158,17 @@ def recorded_decoding(model, decoder, use_cache, **options):
     return output, np.stack(recorder.logits)
 
 
-@pytest.mark.parametrize("dtype, tolerance", [("float64", 1e-12), ("float32", 1e-6)])
+@pytest.mark.numerics
+@pytest.mark.parametrize("dtype, tolerance", [("float64", 1e-12), ("float32", 4e-6)])
 @pytest.mark.parametrize("placement", ["post", "pre"])
 @pytest.mark.parametrize("decoder", [greedy_decode, beam_search_n_best])
 def test_cached_and_uncached_decoding_give_the_same_tokens_and_logits_at_every_step(decoder, placement, dtype,
                                                                                      tolerance):
-    """Logits equal to `tolerance` × the largest logit (float32 rounds at 6e-8 relative per op)."""
+    """Logits equal to `tolerance` × the largest logit. The two passes multiply matrices of other
+    shapes, which a BLAS kernel sums in other orders: in float32 they differed by up to 5.8e-7 ×
+    the largest logit under OpenBLAS's Haswell, SkylakeX and Sandybridge kernels (Intel Xeon;
+    Sandybridge's the most), hence 4e-6, a margin of 7. A cache that keeps its keys and values
+    rounded to float16 misses by far more."""
     model = random_model(dtype=dtype, norm_placement=placement, positional="learned")
     cached, cached_logits = recorded_decoding(model, decoder, use_cache=True)
     uncached, uncached_logits = recorded_decoding(model, decoder, use_cache=False)

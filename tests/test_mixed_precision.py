@@ -259,24 +259,25 @@ def test_a_mixed_run_resumed_is_the_run_that_never_stopped(tmp_path, n):
     assert len(set(scales)) > 1
 
 
+@pytest.mark.numerics
 def test_a_mixed_run_tracks_the_float32_run_on_the_built_in_corpus(tmp_path):
-    """Same seed, same batches, same dropout masks: the training losses of the last 20 of 60
-    steps agree to 1 % on average, the validation losses after them to 4 %, and the checkpoint
-    holds float32 weights. The weights are the notes' rules (`init="xavier"`), drawn as the
-    tolerances were measured. (float16 rounding sends the run down a nearby path: measured, the
-    last-20 means agree to 0.05 % and the validation losses to 2.9 % on NumPy 2.4, 0.2 % and 1.4 %
-    on NumPy 1.24, whose float16 arithmetic rounds differently; one validation figure is the
-    noisier of the two. How far the path moves depends on the draw: with the recipe's
-    `xavier_uniform` the same run's figures were 2.4 % and 4.2 %.)"""
+    """Same seed, same batches, same dropout masks: the losses of the first 10 of 60 steps agree
+    to 0.2 % each, the mean loss of the 60 steps to 0.6 %, the mixed run learns (its validation
+    loss ends below 0.8 of its first loss) and the checkpoint holds float32 weights. The weights
+    are the notes' rules (`init="xavier"`). float16 rounding then sends the run down a nearby
+    path, and which one depends on the BLAS kernel: under OpenBLAS's Haswell, SkylakeX and
+    Sandybridge kernels (Intel Xeon) the first 10 losses differed by 0.04 % on every kernel, the
+    60-step means by 0.02 % to 0.19 %, but the last 20 steps' means by 0.03 % to 0.56 % and the
+    validation losses by 0.00 % to 2.9 %, so those are not compared. Gradients left scaled by S
+    miss by 0.36 % and 1.2 %."""
     configs = {"model": {"init": "xavier"}}
     single = Run.new(tmp_path / "single", *tiny_configs(**configs, training={"steps": 60, "eval_every": 60}),
                      report=None)
     mixed = Run.new(tmp_path / "mixed", *tiny_configs(**configs, training={"steps": 60, "eval_every": 60,
                                                                           "precision": "mixed"}), report=None)
     single_result, mixed_result = single.train(), mixed.train()
-    assert single.trainer.losses[0] == pytest.approx(mixed.trainer.losses[0], rel=1e-3)
-    assert np.mean(mixed.trainer.losses[-20:]) == pytest.approx(np.mean(single.trainer.losses[-20:]), rel=0.01)
-    assert mixed_result.validation_loss == pytest.approx(single_result.validation_loss, rel=0.04)
+    np.testing.assert_allclose(mixed.trainer.losses[:10], single.trainer.losses[:10], rtol=2e-3)
+    assert np.mean(mixed.trainer.losses) == pytest.approx(np.mean(single.trainer.losses), rel=6e-3)
     assert mixed_result.validation_loss < 0.8 * mixed.trainer.losses[0]
     assert {p.dtype for p in Run.resume(tmp_path / "mixed", report=None).model.parameters()} == {np.dtype(np.float32)}
 

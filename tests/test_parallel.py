@@ -177,6 +177,9 @@ def _run(directory, processes, steps=10):
 
 
 def test_a_run_on_two_processes_follows_the_one_process_run_and_repeats_itself(tmp_path):
+    """Two processes sum the gradients in another order: the ten losses moved by 1.2e-7 at
+    most, relatively, under OpenBLAS's Haswell, SkylakeX and Sandybridge kernels (Intel Xeon), the
+    validation loss not at all; rtol 2e-5 leaves a margin of 150."""
     one, two, again = _run(tmp_path / "one", 1), _run(tmp_path / "two", 2), _run(tmp_path / "again", 2)
     for run in (one, two, again):
         with run:

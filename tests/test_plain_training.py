@@ -71,6 +71,9 @@ def train(steps, dtype, plain):
 
 
 def test_the_default_model_trains_to_the_same_losses_in_the_plain_forms():
+    """The two forms add in other orders; after 200 float64 steps their losses differed by 2.5e-14
+    at most, relatively, under OpenBLAS's Haswell, SkylakeX and Sandybridge kernels (Intel Xeon):
+    rtol 1e-8 leaves a margin of 10^5 and still sees any term computed differently."""
     engine_room, _ = train(200, "float64", plain=False)
     plain, _ = train(200, "float64", plain=True)
     assert engine_room[-20:].mean() < 0.5 * engine_room[0]            # it learns: the loss more than halves
@@ -78,6 +81,8 @@ def test_the_default_model_trains_to_the_same_losses_in_the_plain_forms():
 
 
 def test_in_float32_the_first_steps_agree_and_everything_stays_float32():
+    """The first ten float32 losses differed by 1.1e-7 at most, relatively (one float32 step,
+    under the Haswell and Sandybridge kernels; none under SkylakeX): rtol 1e-5."""
     runs = {plain: train(10, "float32", plain) for plain in (False, True)}
     (engine_room, _), (plain, _) = runs[False], runs[True]
     np.testing.assert_allclose(plain, engine_room, rtol=1e-5, atol=0)
