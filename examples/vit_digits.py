@@ -27,7 +27,7 @@ import autograd.functional as F  # noqa: E402
 from autograd.optim import Adam  # noqa: E402
 from numpy_transformer.beyond_text.vision import VisionTransformer  # noqa: E402
 from numpy_transformer.config import TransformerConfig  # noqa: E402
-from numpy_transformer.decoding import inference_mode  # noqa: E402
+from numpy_transformer.inference import inference_mode  # noqa: E402
 
 
 def parse_arguments(argv=None):

@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from numpy_transformer.decoding import with_progress
+from numpy_transformer.inference import with_progress
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
@@ -298,7 +298,7 @@ def profile_numpy_step(config, top=25, steps=3):
 def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False, log=print, progress=None,
         split="auto"):
     """Measure every configuration; print a line per configuration (and its profile); return the
-    list of result dicts. progress: shows the configurations measured (`decoding.with_progress`).
+    list of result dicts. progress: shows the configurations measured (`inference.with_progress`).
     split: how NumPy's side uses threads > 1 (`NumpyTrainer`)."""
     frameworks = FRAMEWORKS if import_torch(threads) is not None else FRAMEWORKS[:1]
     if len(frameworks) == 1:
