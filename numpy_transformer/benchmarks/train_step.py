@@ -73,6 +73,7 @@ class NumpyTrainer:
     or "auto", what `train --threads` does (`parallel.splits_batch`: batch below d_model 512)."""
 
     def __init__(self, config, batch, seed=0, threads=1, split="auto"):
+        from autograd.engine_room.fused_adam import share_updates
         from autograd.optim import Adam
         from numpy_transformer.language_model import DecoderOnlyTransformer
         from numpy_transformer.model import Transformer
@@ -81,7 +82,7 @@ class NumpyTrainer:
         rng = np.random.default_rng(seed)
         model_class = DecoderOnlyTransformer if config.decoder_only else Transformer
         self.model = model_class(config.model_config(), rng).train()
-        self.optimizer = Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS, threads=threads)
+        self.optimizer = share_updates(Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS), threads)
         self.batch = batch
         self.parallel = None
         if split == "auto":

@@ -50,6 +50,7 @@ import time
 
 import numpy as np
 
+from autograd.engine_room.fused_adam import share_updates
 from autograd.optim import Adam, clip_grad_norm
 from autograd.plain_mode import is_plain
 from numpy_transformer.data.batching import batch_indices
@@ -92,9 +93,10 @@ def run_generators(seed):
 
 def make_optimizer(model, config, threads=1):
     """Adam with the betas, eps and learning rate (schedule) of a TrainingConfig; its update
-    shared by `threads` threads (the CLI's --threads)."""
-    return Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
-                eps=config.eps, threads=threads)
+    shared by `threads` threads (the CLI's --threads: the engine room's `share_updates`)."""
+    optimizer = Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
+                     eps=config.eps)
+    return share_updates(optimizer, threads)
 
 
 @dataclasses.dataclass
