@@ -78,7 +78,7 @@ def test_the_trainers_step_is_train_step_with_the_runs_objective_optimizer_and_c
     twin = copy.deepcopy(run.model)                # the same weights and dropout generator
     expected = train_step(twin, batch, lambda model, batch: TRANSLATION.loss(model, batch, config.label_smoothing),
                           make_optimizer(twin, config), config.clip_norm)
-    assert run.trainer.train_step(batch) == expected
+    assert run.trainer.step_on_batch(batch) == expected
     assert_same_weights(weights(run.model), weights(twin))
 
 

@@ -250,7 +250,7 @@ class Trainer:
         batch = self.objective.batch(self.train_data, self._next_positions(), ("train", self.state.step))
         self._phase = "step"
         try:
-            loss, grad_norm = self.train_step(batch)
+            loss, grad_norm = self.step_on_batch(batch)
         except KeyboardInterrupt:
             if self._phase == "step":      # nothing changed yet: forget this step's dropout draws
                 for generator, saved in zip(self.generators, snapshot):
@@ -265,7 +265,7 @@ class Trainer:
         self.state.train_seconds = self._clock[0] + time.perf_counter() - self._clock[1]
         self._after_step(bar, grad_norm)
 
-    def train_step(self, batch):
+    def step_on_batch(self, batch):
         """`train_step` on the batch with this run's objective, optimizer and clip_norm, and
         `_before_update` between the clip and the update: (loss, gradient norm before clipping);
         shared by the processes of `DataParallel` when there are several.
