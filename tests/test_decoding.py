@@ -2,6 +2,8 @@
 key/value cache against recomputing the prefix, EOS and length limits, padding invariance,
 hand-built cases where the search matters, and a copy task that a trained model solves exactly."""
 import itertools
+import subprocess
+import sys
 import textwrap
 from types import SimpleNamespace
 
@@ -587,3 +589,11 @@ def test_on_the_trained_model_the_per_sentence_beam_search_gives_the_batched_n_b
         plain = beam_search_sentence(model, sentence[sentence != PAD], SOS, EOS, beam_size, alpha)
         assert plain[0].tokens == y and len(plain) == beam_size
         assert_same_hypotheses(plain, n_best, atol=1e-4)
+
+
+def test_decoding_does_not_import_the_model():
+    """Decoding takes any model with the decoder's methods: it needs no code of model.py (the
+    memory guard counts parameters with parameter_count.py)."""
+    code = "import sys, numpy_transformer.decoding; print('numpy_transformer.model' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["False"], result.stderr
