@@ -12,9 +12,10 @@ clipping.
 
 Each optimizer's `_update` is its plain form: the update rule written as the formulas of its
 docstring. By default Adam and AdamW run the engine room's form instead
-(`autograd.engine_room.fused_adam`: the same arithmetic in place, a block at a time, and the
-parameters shared between `threads` threads), which gives the same numbers bit for bit; inside
-`with autograd.plain():` every optimizer runs `_update`, one parameter after another.
+(`autograd.engine_room.fused_adam`: the same arithmetic in place, a block at a time), which gives
+the same numbers bit for bit; inside `with autograd.plain():` every optimizer runs `_update`.
+`step()` updates one parameter after another; the engine room's `share_updates(optimizer,
+threads)` deals them between threads instead (the training loop's choice, the CLI's --threads).
 
 Updates happen in place on `p.data` and keep its dtype: float32 parameters stay float32, and so
 do their moments. (Hyper-parameters are kept as Python floats on purpose: under NumPy 2 a
@@ -25,9 +26,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from autograd.checks import checked_integer
 from autograd.engine import Tensor
-from autograd.engine_room.fused_adam import SharedUpdates, adam_update_in_blocks
+from autograd.engine_room.fused_adam import adam_update_in_blocks
 from autograd.plain_mode import is_plain
 
 
@@ -37,19 +37,15 @@ class Optimizer:
 
     `params`: Tensors, or (name, Tensor) pairs (names make checkpoint keys readable), or a dict
     name -> Tensor. `lr`: a positive float, or a schedule `t -> lr` called with the step count.
-    `threads`: how many threads share the parameters' updates (`SharedUpdates` of the engine
-    room; not inside `autograd.plain()`). The result does not depend on it.
     Subclasses define `_initial_state(p)` and `_update(p, g, state, lr)`, the plain form, and may
     define `_fused_update` with the same arguments, the engine room's form.
     """
 
-    def __init__(self, params, lr, threads=1):
+    def __init__(self, params, lr):
         self.named_params = _checked_parameters(params)
         if not callable(lr):
             lr = _positive("lr", lr)
         self.lr = lr
-        self.threads = checked_integer("threads", threads, low=1)
-        self._shared_updates = SharedUpdates(self.threads)
         self.step_count = 0
         self.state = {name: self._initial_state(p.data) for name, p in self.named_params}
 
@@ -77,7 +73,19 @@ class Optimizer:
 
     def step(self):
         """t += 1, then update every parameter that has a gradient (the others keep their
-        values and their state)."""
+        values and their state), one after another."""
+        updates, lr = self.start_step()
+        for p, g, state in updates:
+            self.update(p, g, state, lr)
+
+    def update(self, p, g, state, lr):
+        """One parameter's update in place: the plain form `_update` inside `autograd.plain()`,
+        the engine room's `_fused_update` otherwise (the same numbers)."""
+        (self._update if is_plain() else self._fused_update)(p, g, state, lr)
+
+    def start_step(self):
+        """t += 1; returns the step's updates, (p, g, state) for every parameter that has a
+        gradient, and its learning rate."""
         updates = []
         for name, p in self.named_params:
             if p.grad is None:
@@ -86,12 +94,7 @@ class Optimizer:
                 raise ValueError(f"parameter {name!r} has shape {p.shape} but its grad has shape {p.grad.shape}")
             updates.append((p.data, p.grad, self.state[name]))
         self.step_count += 1
-        lr = self._lr_at(self.step_count)
-        if is_plain():
-            for p, g, state in updates:
-                self._update(p, g, state, lr)
-        else:
-            self._shared_updates.run(self._fused_update, updates, lr)
+        return updates, self._lr_at(self.step_count)
 
     def state_dict(self):
         """A flat dict of copies: {"step": t, "<name>.<key>": array or number}; it can be saved
@@ -131,10 +134,10 @@ class SGD(Optimizer):
         g ← g + λ p,    v ← μ v + g,    p ← p − lr v        (v = g when μ = 0)
     """
 
-    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0, threads=1):
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0):
         self.momentum = _non_negative("momentum", momentum)
         self.weight_decay = _non_negative("weight_decay", weight_decay)
-        super().__init__(params, lr, threads)
+        super().__init__(params, lr)
 
     def _initial_state(self, p):
         return {"velocity": np.zeros_like(p)} if self.momentum else {}
@@ -168,13 +171,13 @@ class Adam(Optimizer):
     """
     decoupled = False          # True in AdamW: the decay is applied to p, not added to g
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, threads=1):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         if len(betas) != 2:
             raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
         self.beta1, self.beta2 = _probability("betas[0]", betas[0]), _probability("betas[1]", betas[1])
         self.eps = _non_negative("eps", eps)
         self.weight_decay = _non_negative("weight_decay", weight_decay)
-        super().__init__(params, lr, threads)
+        super().__init__(params, lr)
 
     def _initial_state(self, p):
         return {"step": 0, "exp_avg": np.zeros_like(p), "exp_avg_sq": np.zeros_like(p)}
@@ -213,8 +216,8 @@ class AdamW(Adam):
     """
     decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, threads=1):
-        super().__init__(params, lr, betas, eps, weight_decay, threads)
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        super().__init__(params, lr, betas, eps, weight_decay)
 
     def _update(self, p, g, state, lr):
         p *= 1 - lr * self.weight_decay

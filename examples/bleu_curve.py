@@ -61,7 +61,7 @@ def batches(data, config, data_rng):
 
 class NumpyRun:
     """This project's model and Adam: `step(batch)` is `numpy-transformer train`'s step
-    (`Trainer.train_step`), `translator()` the model."""
+    (`Trainer.step_on_batch`), `translator()` the model."""
 
     def __init__(self, config, training, model_rng, train_data, threads=1):
         self.model = Transformer(config, model_rng)
@@ -69,7 +69,7 @@ class NumpyRun:
                                np.random.default_rng(0), report=None, processes=threads)
 
     def step(self, batch):
-        self.trainer.train_step(batch)
+        self.trainer.step_on_batch(batch)
 
     def translator(self):
         return self.model

@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 import autograd.functional as F  # noqa: E402
 from numpy_transformer.beyond_text.cross_modal import ImageToText, greedy_text  # noqa: E402
 from numpy_transformer.config import TransformerConfig  # noqa: E402
-from numpy_transformer.decoding import inference_mode  # noqa: E402
+from numpy_transformer.inference import inference_mode  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))     # the examples are files, not a package
 from vit_digits import add_figure_arguments, load_images, train  # noqa: E402

@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 
 import autograd.functional as F  # noqa: E402
 from autograd import Tensor, no_grad  # noqa: E402
+from autograd.engine_room.fused_adam import share_updates  # noqa: E402
 from autograd.optim import Adam  # noqa: E402
 from numpy_transformer.beyond_text.graph import GAT, attention_graph  # noqa: E402
 
@@ -63,7 +64,7 @@ def karate_club():
 
 def train(model, x, graph, labels, args):
     """Adam on the cross-entropy of the labelled members, every step on the whole graph."""
-    optimizer = Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay, threads=args.threads)
+    optimizer = share_updates(Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay), args.threads)
     model.train()
     for _ in progress(range(args.epochs), desc="training", unit="epoch"):
         loss = F.cross_entropy(model(x, graph)[LABELLED], labels[LABELLED])

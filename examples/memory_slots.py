@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 from numpy_transformer.analysis.hooks import attention_modules  # noqa: E402
 from numpy_transformer.data.batching import make_batch  # noqa: E402
-from numpy_transformer.decoding import inference_mode  # noqa: E402
+from numpy_transformer.inference import inference_mode  # noqa: E402
 from numpy_transformer.model import Transformer  # noqa: E402
 from numpy_transformer.training.settings import model_config, resolve  # noqa: E402
 from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators  # noqa: E402

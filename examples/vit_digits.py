@@ -24,10 +24,11 @@ threads_from_command_line()                  # before NumPy loads: BLAS reads it
 import numpy as np  # noqa: E402
 
 import autograd.functional as F  # noqa: E402
+from autograd.engine_room.fused_adam import share_updates  # noqa: E402
 from autograd.optim import Adam  # noqa: E402
 from numpy_transformer.beyond_text.vision import VisionTransformer  # noqa: E402
 from numpy_transformer.config import TransformerConfig  # noqa: E402
-from numpy_transformer.decoding import inference_mode  # noqa: E402
+from numpy_transformer.inference import inference_mode  # noqa: E402
 
 
 def parse_arguments(argv=None):
@@ -99,7 +100,7 @@ def build_model(args, image_size, rng):
 def train(model, batch_loss, n_examples, args, rng):
     """Adam on `batch_loss(indices)` (a scalar Tensor) over shuffled batches of the n_examples;
     the mean loss of each epoch."""
-    optimizer = Adam(model.named_parameters(), lr=args.lr, threads=args.threads)
+    optimizer = share_updates(Adam(model.named_parameters(), lr=args.lr), args.threads)
     losses = []
     for _ in progress(range(args.epochs), desc="training", unit="epoch"):
         order, total = rng.permutation(n_examples), 0.0

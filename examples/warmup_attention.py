@@ -29,13 +29,12 @@ from numpy_transformer.cli.example_scripts import (add_example_arguments, loss_c
 threads_from_command_line()                  # before NumPy loads: BLAS reads its thread count then
 import numpy as np  # noqa: E402
 
-from autograd.optim import Adam  # noqa: E402
 from numpy_transformer.analysis.hooks import attention_modules, kind_of  # noqa: E402
 from numpy_transformer.data.batching import make_batch  # noqa: E402
-from numpy_transformer.decoding import inference_mode  # noqa: E402
+from numpy_transformer.inference import inference_mode  # noqa: E402
 from numpy_transformer.model import Transformer  # noqa: E402
 from numpy_transformer.training.settings import model_config, resolve  # noqa: E402
-from numpy_transformer.training.loop import Trainer, run_generators  # noqa: E402
+from numpy_transformer.training.loop import Trainer, make_optimizer, run_generators  # noqa: E402
 from numpy_transformer.training.prepare import prepare_data  # noqa: E402
 
 KINDS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
@@ -76,9 +75,8 @@ def run(schedule, args, data, probe_batch):
                           args.max_len)
     model_rng, data_rng = run_generators(training.seed)
     model = Transformer(config, model_rng)
-    optimizer = Adam(model.named_parameters(), lr=training.learning_rate(config.d_model), betas=training.betas,
-                     eps=training.eps, threads=args.threads)
-    trainer = Trainer(model, optimizer, data.train, training, data_rng, report=None, progress=on_terminal())
+    trainer = Trainer(model, make_optimizer(model, training, args.threads), data.train, training, data_rng,
+                      report=None, progress=on_terminal())
     records = [(0, float("nan"), attention_entropy(model, probe_batch))]
 
     def probe(trainer):

@@ -13,7 +13,7 @@ vocabulary padded past its tokenizer, which have no token).
 import numpy as np
 
 from autograd.checks import checked_integer
-from numpy_transformer.decoding import checked_scores, scoring_mode, with_progress
+from numpy_transformer.inference import checked_scores, scoring_mode, with_progress
 from numpy_transformer.sampling import generate
 
 
@@ -34,7 +34,7 @@ def complete(model, tokenizer, prompts, rng, max_new_tokens=30, temperature=1.0,
     """Each prompt followed by its continuation, as text: at most `max_new_tokens` tokens (fewer
     when the model's maximum length comes first), drawn as `sampling.generate` draws them
     (temperature 0: greedy), up to [EOS]. Prompts are continued one at a time, so each may have
-    its own length. progress: shows the prompts continued (`decoding.with_progress`)."""
+    its own length. progress: shows the prompts continued (`inference.with_progress`)."""
     max_new_tokens = checked_integer("max_new_tokens", max_new_tokens, low=1)
     texts = []
     for prompt in with_progress(progress, prompts, desc="generate", unit="prompt"):

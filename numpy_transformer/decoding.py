@@ -25,35 +25,38 @@ than the price of ending early. GNMT's lp(y) = ((5 + |y|)/6)^α with α = 0.6 (W
 used by Vaswani et al. 2017) normalises too little for such a model: on Multi30k it left beam
 outputs 16 % shorter than the references (docs/training.md, Decoding).
 
-Both decoders run the encoder once and the decoder one token per step (`IncrementalDecoder`);
-the key/value cache of the decoder's attention layers makes a step cost O(t·d) rather than the
-O(t²·d) of decoding the whole prefix again. Every step is batched over all sentences (× beams):
-one decoder call per step, shapes (rows, …).
+`beam_search_sentence` is beam search as the algorithm reads, one sentence at a time, lists of
+hypotheses, each decoded again from SOS at every step: the plain form, to read first.
+`greedy_decode` and `beam_search` (the default everywhere) run the encoder once and the decoder
+one token per step (`IncrementalDecoder`); the key/value cache of the decoder's attention layers
+makes a step cost O(t·d) rather than the O(t²·d) of decoding the whole prefix again. Every step
+is batched over all sentences (× beams): one decoder call per step, shapes (rows, …); the
+batched beam search (`_BeamSearch`) gives the plain form's hypotheses and scores.
 
 model: a `Transformer`; src_ids: (sentences, n) source ids padded with its pad_id (the source
 tokenizer's [PAD]); the target tokenizer gives the ids of [SOS] and [EOS]:
 
-    from numpy_transformer.decoding import greedy_decode, beam_search
+    from numpy_transformer.decoding import greedy_decode, beam_search, beam_search_sentence
     sos_id, eos_id = target_tokenizer.sos_id, target_tokenizer.eos_id     # 2 and 3: [UNK] [PAD] [SOS] [EOS] first
     greedy_decode(model, src_ids, sos_id=sos_id, eos_id=eos_id)       # [[15, 9, 4], [7, 12]]: a list per sentence
     beam_search(model, src_ids, sos_id=sos_id, eos_id=eos_id, beam_size=4, length_penalty=1.0)
+    beam_search_sentence(model, src_ids[0], sos_id, eos_id, beam_size=4)   # [Hypothesis(tokens=[15, 9, 4], …), …]
 """
-import contextlib
 import dataclasses
-import math
 from typing import NamedTuple
 
 import numpy as np
 
 import autograd.functional as F
-from autograd import Tensor, no_grad
-from autograd.checks import checked_integer, checked_number, checked_token_ids
+from autograd import Tensor
+from autograd.checks import checked_integer, checked_number
+from numpy_transformer.inference import (check_length_penalty, checked_decoding_inputs, checked_scores, scoring_mode,
+                                         with_progress)
 from numpy_transformer.masks import causal_mask
-from numpy_transformer.memory_budget import check_fits, decoding_memory
+from numpy_transformer.memory_budget import check_decoding_fits
 
-__all__ = ["greedy_decode", "beam_search", "beam_search_n_best", "Hypothesis", "IncrementalDecoder", "inference_mode",
-           "checked_scores", "scoring_mode", "length_normalizer", "max_output_length", "sequence_log_prob",
-           "with_progress"]
+__all__ = ["greedy_decode", "beam_search_sentence", "beam_search", "beam_search_n_best", "Hypothesis",
+           "IncrementalDecoder", "length_normalizer", "max_output_length", "sequence_log_prob"]
 
 EXTRA_OUTPUT_TOKENS = 50
 
@@ -67,15 +70,6 @@ def length_normalizer(length, alpha):
     of the hypothesis's tokens.
     """
     return np.asarray(length, dtype=np.float64) ** alpha
-
-
-def _check_length_penalty(alpha, longest):
-    """A ValueError when lp(y) = |y|^α is not a finite float64 for some length up to `longest`
-    (the hypotheses' EOS included): every score log P / lp would be −0 and the ranking empty."""
-    if alpha * math.log(longest) >= math.log(np.finfo(np.float64).max):
-        raise ValueError(f"length_penalty α={alpha:g} makes lp(y) = |y|^α overflow for outputs of up to {longest} "
-                         f"tokens, so every hypothesis would score 0: choose α below "
-                         f"{math.log(np.finfo(np.float64).max) / math.log(longest):.0f} (0.6 to 1 is usual)")
 
 
 def max_output_length(source_lengths, max_len=None, extra=EXTRA_OUTPUT_TOKENS):
@@ -135,9 +129,7 @@ class IncrementalDecoder:
             y = self.model.decode(self.memory, self.src_mask, self.prefix, causal_mask(start + 1))[:, -1:]
         else:
             y = self.model.decode(self.memory, self.src_mask, self.prefix[:, -1:], None, self.cache, start)
-        log_p = checked_scores(F.log_softmax(self.model.project(y[:, 0]), axis=-1).data, "log-probabilities")
-        log_p[:, self.model.config.pad_id] = -np.inf
-        return log_p
+        return _log_probs(self.model, y[:, 0])
 
     def select(self, rows):
         """Keep rows `rows` (an index array, repeats allowed), in that order, each row taking one of
@@ -165,47 +157,12 @@ def _select_cached_rows(cache, rows):
             cache[key] = Tensor(value.data[rows])
 
 
-def checked_scores(scores, what):
-    """`scores` (the logits or log-probabilities of a decoding step), or a ValueError when some
-    are NaN or +∞: the model's arithmetic overflowed (weights of 3e38 make Y·P infinite, and
-    softmax of ∞ − ∞ is NaN), and no token can be chosen from them."""
-    if np.isnan(scores).any() or np.isposinf(scores).any():
-        raise ValueError(f"the model's {what} are not finite (NaN or +inf): its weights are so large that its "
-                         f"arithmetic overflows, or damaged; restore a copy of them, or train again")
-    return scores
-
-
-@contextlib.contextmanager
-def scoring_mode(model):
-    """`inference_mode`, with NumPy's overflow warnings off: the decoders and the sampler check
-    the scores themselves (`checked_scores`) and stop with one line naming the cause."""
-    with inference_mode(model), np.errstate(over="ignore", invalid="ignore"):
-        yield
-
-
-@contextlib.contextmanager
-def inference_mode(model):
-    """no_grad() and eval mode (no dropout) for the duration; the model's mode is restored."""
-    was_training = model.training
-    model.eval()
-    try:
-        with no_grad():
-            yield
-    finally:
-        model.train(was_training)
-
-
-def with_progress(progress, iterable, **options):
-    """`iterable` through `progress`, a function such as tqdm that draws a bar as it is consumed
-    and takes its options (desc=, unit=), or `iterable` itself when progress is None: the core
-    prints nothing unless its caller asks."""
-    return iterable if progress is None else progress(iterable, **options)
-
-
-def _steps(progress, limits, what):
-    """The decoding steps 0 … max(limits) − 1, through `progress` (a bar of tokens, which stops
-    where the decoding does: the loop leaves it early once every sentence has ended)."""
-    return with_progress(progress, range(int(limits.max())), desc=f"{what}: tokens", unit="token")
+def _log_probs(model, y):
+    """log p(· | y_≤t, x), (rows, tgt_vocab_size), from the decoder's output y (rows, d) at the
+    last position: the log_softmax of the logits y P of §1.2.5, −∞ for the padding token."""
+    log_p = checked_scores(F.log_softmax(model.project(y), axis=-1).data, "log-probabilities")
+    log_p[:, model.config.pad_id] = -np.inf
+    return log_p
 
 
 def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True, progress=None):
@@ -221,7 +178,7 @@ def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True, 
     tokens, slower). progress: shows the steps (`with_progress`).
     """
     src_ids, limits = _checked_inputs(model, src_ids, sos_id, eos_id, max_len)
-    _check_fits(model.config, src_ids, limits, beam_size=1)
+    check_decoding_fits(model.config, src_ids, limits, beam_size=1)
     batch, pad_id = len(src_ids), model.config.pad_id
     tokens = np.full((batch, limits.max()), pad_id)
     finished = np.zeros(batch, dtype=bool)
@@ -237,6 +194,48 @@ def greedy_decode(model, src_ids, sos_id, eos_id, max_len=None, use_cache=True, 
     return [_without_eos(row[:limit], eos_id) for row, limit in zip(tokens, limits)]
 
 
+def beam_search_sentence(model, source, sos_id, eos_id, beam_size=4, length_penalty=1.0, max_len=None):
+    """Beam search (thesis §1.1) for one sentence, as the algorithm reads: the plain form of
+    `beam_search_n_best`, which runs the same search over a batch (the default; the tests check
+    that both give the same hypotheses and scores, with early_stopping=True).
+
+    source: (n_src,) ids. With K = beam_size, the live hypotheses start as [SOS] alone; at every
+    step t each is extended by every token v, log P(y_≤t | x) = log P(y_<t | x) + log p(v | y_<t, x);
+    of the 2K best extensions, those among the first K that end with EOS (or reach the length
+    limit) join the finished ones, which keep the K best by log P / lp(|y|); the K best without
+    EOS live on. The search stops once K have finished and no live hypothesis can beat the best
+    (log P only falls as y grows, so its score stays below log P / lp(limit)). Each hypothesis is
+    decoded again from SOS at every step (no cache). Returns the K best `Hypothesis`, best first.
+    """
+    src_ids, limits = _checked_inputs(model, np.asarray(source)[None], sos_id, eos_id, max_len)
+    K, limit = checked_integer("beam_size", beam_size, 1), int(limits[0])
+    alpha = checked_number("length_penalty α of lp(y) = |y|^α", length_penalty, low=0)
+    live, finished = [([], 0.0)], []                             # live: (tokens, log P(y | x))
+    with scoring_mode(model):
+        src_mask = model.source_mask(src_ids)                    # (1, 1, 1, n_src)
+        memory = model.encode(src_ids, src_mask)                 # (1, n_src, d)
+        for t in range(limit):
+            extensions = [(tokens + [v], log_prob + log_p_v) for tokens, log_prob in live
+                          for v, log_p_v in enumerate(_next_log_probs(model, memory, src_mask, [sos_id] + tokens))]
+            best = sorted(extensions, key=lambda extension: -extension[1])[:2 * K]   # ties: in order
+            ending = [(tokens, log_prob) for tokens, log_prob in best[:K] if tokens[-1] == eos_id or t + 1 == limit]
+            finished += [Hypothesis(_without_eos(tokens, eos_id), float(log_prob / length_normalizer(t + 1, alpha)),
+                                    float(log_prob), tokens[-1] == eos_id) for tokens, log_prob in ending]
+            finished = sorted(finished, key=lambda hypothesis: -hypothesis.score)[:K]
+            live = [(tokens, log_prob) for tokens, log_prob in best if tokens[-1] != eos_id][:K]
+            best_possible = max(log_prob for _, log_prob in live) / length_normalizer(limit, alpha)
+            if len(finished) == K and best_possible <= finished[0].score:
+                break
+    return finished
+
+
+def _next_log_probs(model, memory, src_mask, prefix):
+    """log p(· | prefix, x), (tgt_vocab_size,) float64: the decoder on the whole prefix (SOS first)
+    under the causal mask of eq. (10), at its last position."""
+    y = model.decode(memory, src_mask, np.array([prefix]), causal_mask(len(prefix)))   # (1, t + 1, d)
+    return _log_probs(model, y[:, -1])[0].astype(np.float64)
+
+
 def beam_search(model, src_ids, sos_id, eos_id, beam_size=4, length_penalty=1.0, max_len=None,
                 early_stopping=True, use_cache=True, progress=None):
     """The best hypothesis of `beam_search_n_best` for every sentence: one list of token ids per
@@ -249,7 +248,8 @@ def beam_search(model, src_ids, sos_id, eos_id, beam_size=4, length_penalty=1.0,
 def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penalty=1.0, max_len=None,
                        early_stopping=True, use_cache=True, n_best=None, progress=None):
     """Beam search (thesis §1.1): the `n_best` (default beam_size) best hypotheses of every
-    sentence, best first, as `Hypothesis` tuples.
+    sentence, best first, as `Hypothesis` tuples: `beam_search_sentence`'s, batched over the
+    sentences and with the decoder's cache.
 
     With K = beam_size, V = tgt_vocab_size, B sentences, at every step t:
       1. one decoder call on the B·K live hypotheses gives log p(v | y_<t, x), (B, K, V);
@@ -272,10 +272,10 @@ def beam_search_n_best(model, src_ids, sos_id, eos_id, beam_size=4, length_penal
     beam_size = checked_integer("beam_size", beam_size, 1)
     n_best = beam_size if n_best is None else checked_integer("n_best", n_best, 1, beam_size)
     length_penalty = checked_number("length_penalty α of lp(y) = |y|^α", length_penalty, low=0)
-    _check_length_penalty(length_penalty, int(limits.max()) + 1)
+    check_length_penalty(length_penalty, int(limits.max()) + 1)
     if not isinstance(early_stopping, bool):
         raise ValueError(f"early_stopping must be True or False, got {early_stopping!r}")
-    _check_fits(model.config, src_ids, limits, beam_size)
+    check_decoding_fits(model.config, src_ids, limits, beam_size)
     search = _BeamSearch(len(src_ids), beam_size, limits, eos_id, model.config.pad_id, length_penalty,
                          early_stopping)
     with scoring_mode(model):
@@ -428,31 +428,17 @@ def _without_eos(tokens, eos_id):
     return tokens[:tokens.index(eos_id)] if eos_id in tokens else tokens
 
 
-def _check_fits(config, src_ids, limits, beam_size):
-    """A ValueError, before anything is allocated, when decoding src_ids (batch, n_src) with
-    `beam_size` beams up to `limits` tokens would not fit in this machine's memory."""
-    check_fits(decoding_memory(config, len(src_ids) * beam_size, src_ids.shape[1], int(limits.max())),
-               f"decoding {len(src_ids)} sentences with {beam_size} beams each",
-               "choose a smaller --beam (4 is the usual size)")
-
-
 def _checked_inputs(model, src_ids, sos_id, eos_id, max_len):
-    """src_ids as an integer array and the output limit of each sentence (batch,), or a
-    ValueError naming the argument."""
-    config, limit = model.config, model.config.position_limit
-    src_ids = checked_token_ids("src_ids", src_ids, ndim=2)
-    if limit is not None and src_ids.shape[1] > limit:
-        raise ValueError(f"src_ids of shape {src_ids.shape} is longer than the model's "
-                         f"max_len={limit}")
-    lengths = (src_ids != config.pad_id).sum(axis=1)
-    if (lengths == 0).any():
-        raise ValueError(f"src_ids: sentence {int(np.argmin(lengths))} is empty (only padding, "
-                         f"pad_id={config.pad_id})")
-    for name, token in (("sos_id", sos_id), ("eos_id", eos_id)):
-        checked_integer(name, token, 0, config.tgt_vocab_size - 1)
-    if eos_id == config.pad_id:
-        raise ValueError(f"eos_id must differ from the padding id (pad_id={config.pad_id}), which is never "
-                         f"generated, got {eos_id}")
+    """src_ids as an integer array and the output limit of each sentence (batch,): `max_len`, or
+    by default `max_output_length` of each sentence's length; a ValueError names a bad argument."""
+    src_ids, lengths = checked_decoding_inputs(model, src_ids, sos_id, eos_id)
+    limit = model.config.position_limit
     if max_len is None:
         return src_ids, max_output_length(lengths, limit)
     return src_ids, np.full(len(src_ids), checked_integer("max_len", max_len, 1, limit))
+
+
+def _steps(progress, limits, what):
+    """The decoding steps 0 … max(limits) − 1, through `progress` (a bar of tokens, which stops
+    where the decoding does: the loop leaves it early once every sentence has ended)."""
+    return with_progress(progress, range(int(limits.max())), desc=f"{what}: tokens", unit="token")

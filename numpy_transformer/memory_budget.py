@@ -6,12 +6,13 @@ refuse, in one line, what cannot fit in the memory available now, before they al
     available_memory()                                 # bytes available now (MemAvailable), or None
     model_memory(config)                               # a model, its gradients and Adam's moments
     decoding_memory(config, rows, source_length, output_length)      # a greedy or beam search run
+    check_decoding_fits(config, src_ids, limits, beam_size)          # … refused before it starts
 """
 import os
 
 import numpy as np
 
-from numpy_transformer.model import analytic_parameter_count
+from numpy_transformer.parameter_count import analytic_parameter_count
 
 # the Python objects of one parameter array, whatever its size: the Tensor and the NumPy array
 # headers of the weight, its gradient and Adam's moments, and their entries in the module's,
@@ -91,3 +92,11 @@ def check_fits(needed, what, advice):
     of = f" (of {total / 2**30:,.1f} GiB)" if total else ""
     raise ValueError(f"{what} would need {needed / 2**30:,.1f} GiB, more than this machine's {free / 2**30:,.1f} GiB "
                      f"free now{of}: {advice}")
+
+
+def check_decoding_fits(config, src_ids, limits, beam_size):
+    """A ValueError, before anything is allocated, when decoding src_ids (batch, n_src) with
+    `beam_size` beams up to `limits` tokens (batch,) would not fit in this machine's memory."""
+    check_fits(decoding_memory(config, len(src_ids) * beam_size, src_ids.shape[1], int(limits.max())),
+               f"decoding {len(src_ids)} sentences with {beam_size} beams each",
+               "choose a smaller --beam (4 is the usual size)")

@@ -11,7 +11,7 @@ most probable tokens whose mass reaches p (top-p, Holtzman et al. 2020), renorma
 import numpy as np
 
 from autograd.checks import checked_integer, checked_number, checked_token_ids
-from numpy_transformer.decoding import checked_scores, scoring_mode
+from numpy_transformer.inference import checked_scores, scoring_mode
 
 
 def next_token_distribution(logits, temperature=1.0, top_k=None, top_p=None):

@@ -19,7 +19,8 @@ import warnings
 import numpy as np
 
 from numpy_transformer.masks import pad
-from numpy_transformer.decoding import beam_search, greedy_decode, with_progress
+from numpy_transformer.decoding import beam_search, greedy_decode
+from numpy_transformer.inference import with_progress
 
 
 def decode_ids(model, sources, sos_id, eos_id, beam_size=1, length_penalty=1.0, batch_size=64, progress=None):

@@ -8,7 +8,7 @@ from numpy_transformer.analysis.attribution import (attention_gradient_attributi
                                                     capture_rollout, rollout_step)
 from numpy_transformer.analysis.capture import capture_sentence
 from numpy_transformer.analysis.hooks import weights_hooks
-from numpy_transformer.decoding import inference_mode
+from numpy_transformer.inference import inference_mode
 
 SRC_TOKENIZER, TGT_TOKENIZER = tokenizers()
 

@@ -9,7 +9,7 @@ from numpy_transformer.analysis.ablation import ablated_heads, ablation_markdown
 from numpy_transformer.analysis.hooks import attention_modules, weights_hooks
 from numpy_transformer.analysis.substitution import structured_substitution, substituted_weights
 from numpy_transformer.data import encode_pairs
-from numpy_transformer.decoding import inference_mode
+from numpy_transformer.inference import inference_mode
 
 SRC_TOKENIZER, TGT_TOKENIZER = tokenizers()
 SRC = np.array([[2, 7, 8, 9, 10, 3], [2, 11, 12, 3, 1, 1]])     # the second row padded (pad_id 1)

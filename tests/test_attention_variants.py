@@ -453,7 +453,8 @@ from autograd import no_grad  # noqa: E402
 from autograd.optim import Adam  # noqa: E402
 from numpy_transformer.attention import MultiHeadAttention  # noqa: E402
 from numpy_transformer.config import TransformerConfig  # noqa: E402
-from numpy_transformer.model import Transformer, analytic_parameter_count, count_parameters  # noqa: E402
+from numpy_transformer.model import Transformer, count_parameters  # noqa: E402
+from numpy_transformer.parameter_count import analytic_parameter_count  # noqa: E402
 
 # options with which each variant's graph covers every pair of 6 tokens: it must give full attention
 COVERING = {

@@ -83,7 +83,7 @@ def test_an_interrupted_run_resumes_to_the_weights_of_an_uninterrupted_one(tmp_p
 
 def test_an_interrupt_inside_a_step_saves_the_last_completed_step(tmp_path):
     run = new_run(tmp_path / "run", steps=12)
-    original, calls = run.trainer.train_step, []
+    original, calls = run.trainer.step_on_batch, []
 
     def interrupted_step(batch):
         calls.append(batch)
@@ -91,7 +91,7 @@ def test_an_interrupt_inside_a_step_saves_the_last_completed_step(tmp_path):
             raise KeyboardInterrupt
         return original(batch)
 
-    run.trainer.train_step = interrupted_step
+    run.trainer.step_on_batch = interrupted_step
     result = run.train()
     assert result.interrupted and result.saved and result.step == 5
     whole = new_run(tmp_path / "whole", steps=12)

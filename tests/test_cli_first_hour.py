@@ -95,7 +95,7 @@ def test_the_final_evaluation_of_train_draws_its_passes_and_leaves_standard_outp
 
 def fake_benchmark(log, progress):
     """What a benchmark's run does with its log and progress: two lines, one between steps."""
-    from numpy_transformer.decoding import with_progress
+    from numpy_transformer.inference import with_progress
 
     for number in with_progress(progress, range(2), desc="configurations", unit="config"):
         log(f"line {number}")

@@ -11,7 +11,8 @@ from autograd import Tensor, gradcheck
 from autograd.optim import Adam
 from numpy_transformer.beyond_text.cross_modal import ImageToText, greedy_text
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.decoding import IncrementalDecoder, inference_mode
+from numpy_transformer.decoding import IncrementalDecoder
+from numpy_transformer.inference import inference_mode
 
 VOCAB, PAD, EOS = 7, 0, 1
 CONFIG = TransformerConfig(1, VOCAB, d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,

@@ -14,7 +14,8 @@ from autograd import Tensor
 import numpy_transformer.translation as translation
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.data import Pair, WordTokenizer
-from numpy_transformer.decoding import IncrementalDecoder, beam_search, greedy_decode, scoring_mode
+from numpy_transformer.decoding import IncrementalDecoder, beam_search, greedy_decode
+from numpy_transformer.inference import scoring_mode
 from numpy_transformer.model import Transformer
 from numpy_transformer.positional import PositionalEncoding, sinusoidal_encoding
 from numpy_transformer.training.evaluation import evaluate_pairs, print_translation_scores

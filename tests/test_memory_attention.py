@@ -18,7 +18,8 @@ from numpy_transformer.config import TransformerConfig
 from numpy_transformer.interop.export import save_gpt2, save_torch, torch_state
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 from numpy_transformer.masks import causal_mask, padding_mask
-from numpy_transformer.model import Transformer, analytic_parameter_count, count_parameters
+from numpy_transformer.model import Transformer, count_parameters
+from numpy_transformer.parameter_count import analytic_parameter_count
 from numpy_transformer.training.checkpoint import load_checkpoint
 from run_helpers import assert_same_weights, run_main, weights
 

@@ -17,8 +17,8 @@ from autograd import Tensor, gradcheck, no_grad
 from autograd.optim import Adam
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.masks import causal_mask, padding_mask
-from numpy_transformer.model import (DecoderLayer, EncoderLayer, Transformer, analytic_parameter_count,
-                                     count_parameters)
+from numpy_transformer.model import DecoderLayer, EncoderLayer, Transformer, count_parameters
+from numpy_transformer.parameter_count import analytic_parameter_count
 
 PAD, BOS = 0, 1
 TINY = dict(src_vocab_size=11, tgt_vocab_size=13, d_model=8, n_heads=2, d_ff=12, n_encoder_layers=2,

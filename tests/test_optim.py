@@ -9,7 +9,7 @@ import pytest
 import autograd
 from autograd import Tensor
 from autograd.engine_room.blocks import BLOCK
-from autograd.engine_room.fused_adam import balanced_shares
+from autograd.engine_room.fused_adam import SharedUpdates, balanced_shares, share_updates
 from autograd.optim import SGD, Adam, AdamW, clip_grad_norm, warmup_schedule
 
 
@@ -431,10 +431,10 @@ def test_a_tensor_listed_twice_is_refused():
 
 SHAPES = [(3,), (BLOCK + 5,), (7, 11), (2 * BLOCK,), (1,), (40, 30), (5,), (BLOCK,), (9, 9), (2,)]
 OPTIMIZERS = {
-    "adam": lambda p, threads: Adam(p, lr=0.01, weight_decay=0.1, threads=threads),
-    "adam, no decay": lambda p, threads: Adam(p, lr=0.01, betas=(0.8, 0.95), eps=1e-6, threads=threads),
-    "adamw": lambda p, threads: AdamW(p, lr=0.01, weight_decay=0.1, threads=threads),
-    "sgd": lambda p, threads: SGD(p, lr=0.1, momentum=0.9, threads=threads),
+    "adam": lambda p, threads: share_updates(Adam(p, lr=0.01, weight_decay=0.1), threads),
+    "adam, no decay": lambda p, threads: share_updates(Adam(p, lr=0.01, betas=(0.8, 0.95), eps=1e-6), threads),
+    "adamw": lambda p, threads: share_updates(AdamW(p, lr=0.01, weight_decay=0.1), threads),
+    "sgd": lambda p, threads: share_updates(SGD(p, lr=0.1, momentum=0.9), threads),
 }
 
 
@@ -503,7 +503,7 @@ def test_adamw_decay_shrinks_every_entry_by_the_same_factor_and_skips_the_moment
 
 
 def test_the_plain_update_runs_in_plain_mode_and_the_engine_room_update_otherwise(monkeypatch):
-    optimizer = Adam([("w", parameter(3))], threads=2)
+    optimizer = Adam([("w", parameter(3))])
     calls = []
     monkeypatch.setattr(optimizer, "_update", lambda *args: calls.append("plain"))
     monkeypatch.setattr(optimizer, "_fused_update", lambda *args: calls.append("engine room"))
@@ -515,7 +515,7 @@ def test_the_plain_update_runs_in_plain_mode_and_the_engine_room_update_otherwis
 
 
 def test_an_error_in_a_thread_is_raised_by_step(monkeypatch):
-    optimizer = Adam([("a", parameter(3)), ("b", parameter(4))], threads=2)
+    optimizer = Adam([("a", parameter(3)), ("b", parameter(4))])
 
     def update(p, g, state, lr):
         if p.size == 4:
@@ -525,7 +525,7 @@ def test_an_error_in_a_thread_is_raised_by_step(monkeypatch):
     for _, p in optimizer.named_params:
         p.grad = np.ones(p.shape)
     with pytest.raises(FloatingPointError, match="the update of b"):
-        optimizer.step()
+        share_updates(optimizer, 2).step()
 
 
 def test_the_shares_are_balanced_by_size():
@@ -536,9 +536,24 @@ def test_the_shares_are_balanced_by_size():
     assert [len(share) for share in balanced_shares(updates[:1], 3)] == [1, 0, 0]
 
 
+def test_one_thread_is_the_optimizer_itself_and_more_wrap_its_step_only():
+    """The plain optimizer takes no threads; the engine room's wrapper steps it on threads and
+    reads everything else (step count, learning rate, state, checkpoints) from it."""
+    optimizer = Adam([("w", parameter(3))], lr=0.01)
+    assert share_updates(optimizer, 1) is optimizer
+    shared = share_updates(optimizer, 2)
+    assert isinstance(shared, SharedUpdates) and shared.threads == 2
+    optimizer.named_params[0][1].grad = np.ones(3)
+    shared.step()
+    assert shared.step_count == optimizer.step_count == 1 and shared.current_lr == 0.01
+    assert_bit_for_bit(([], shared.state_dict()), ([], optimizer.state_dict()))
+    with pytest.raises(TypeError, match="threads"):
+        Adam([parameter(2)], threads=2)
+
+
 def test_threads_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="threads"):
-        Adam([parameter(2)], threads=0)
+        share_updates(Adam([parameter(2)]), 0)
 
 
 def test_grad_of_the_wrong_shape_names_the_parameter():

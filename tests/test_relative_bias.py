@@ -10,7 +10,8 @@ from numpy_transformer.attention import scaled_dot_product_attention
 from numpy_transformer.attention.relative import RelativePositionBias, relative_position_bucket
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.masks import causal_mask
-from numpy_transformer.model import Transformer, analytic_parameter_count, count_parameters
+from numpy_transformer.model import Transformer, count_parameters
+from numpy_transformer.parameter_count import analytic_parameter_count
 
 RELATIVE = np.arange(-300, 301)
 

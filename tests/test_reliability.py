@@ -292,7 +292,7 @@ def test_a_run_that_diverges_before_its_first_checkpoint_leaves_no_folder(tmp_pa
     def diverge(self, batch):
         raise TrainingDiverged("training diverged at step 1")
 
-    monkeypatch.setattr("numpy_transformer.training.loop.Trainer.train_step", diverge)
+    monkeypatch.setattr("numpy_transformer.training.loop.Trainer.step_on_batch", diverge)
     status, _, err = tiny_train(tmp_path / "run")
     assert status == 1 and "diverged" in one_error_line(err)
     assert not (tmp_path / "run").exists()

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from autograd import is_grad_enabled
-from autograd.optim import SGD
+from autograd.engine_room.fused_adam import SharedUpdates
+from autograd.optim import SGD, Adam
 from numpy_transformer.data import WordTokenizer, encode_pairs, load_dataset_splits
 from numpy_transformer.training.evaluation import mean_cross_entropy
 from numpy_transformer.training import parallel
@@ -77,7 +78,7 @@ def test_the_trainers_step_is_train_step_with_the_runs_objective_optimizer_and_c
     twin = copy.deepcopy(run.model)                # the same weights and dropout generator
     expected = train_step(twin, batch, lambda model, batch: TRANSLATION.loss(model, batch, config.label_smoothing),
                           make_optimizer(twin, config), config.clip_norm)
-    assert run.trainer.train_step(batch) == expected
+    assert run.trainer.step_on_batch(batch) == expected
     assert_same_weights(weights(run.model), weights(twin))
 
 
@@ -104,7 +105,7 @@ def test_two_optimizer_threads_in_one_process_train_the_same_run_as_one(tmp_path
     one, _ = train_tiny(tmp_path, "one")
     two = Run.new(tmp_path / "two", *tiny_configs(training={"seed": 0, "steps": 10}), report=None, threads=2)
     two.train()
-    assert (one.optimizer.threads, two.optimizer.threads) == (1, 2)
+    assert isinstance(one.optimizer, Adam) and (type(two.optimizer), two.optimizer.threads) == (SharedUpdates, 2)
     assert two.trainer.parallel is None
     assert two.trainer.losses == one.trainer.losses
 

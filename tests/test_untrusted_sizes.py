@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numpy_transformer.decoding import beam_search, checked_scores
+from numpy_transformer.decoding import beam_search
+from numpy_transformer.inference import checked_scores
 from numpy_transformer.sampling import next_token_distribution, sample_next
 from numpy_transformer.training.checkpoint import CheckpointError, load_checkpoint
 from run_helpers import run_main

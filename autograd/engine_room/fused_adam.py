@@ -8,9 +8,10 @@ the formulas with whole-array NumPy expressions, one parameter after another. Tw
   (`autograd.engine_room.blocks`), into one scratch buffer, so that a block's arrays stay in the
   core's cache from the first pass to the last. Every entry goes through the plain form's
   operations in the plain form's order: the parameters and moments are the same bit for bit.
-- Threads. `SharedUpdates` deals the parameters between threads (`balanced_shares`), each
-  parameter updated whole by one thread; NumPy releases the interpreter lock inside its loops,
-  so they run on separate cores. The result does not depend on the number of threads.
+- Threads (any optimizer's). `share_updates` wraps an optimizer so that its step deals the
+  parameters between threads (`balanced_shares`), each parameter updated whole by one thread,
+  instead of `Optimizer.step`'s one after another; NumPy releases the interpreter lock inside
+  its loops, so they run on separate cores. The result does not depend on the number of threads.
 
 tests/test_optim.py checks both against the plain form, bit for bit; docs/performance.md
 measures what they save.
@@ -20,7 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from autograd.checks import checked_integer
 from autograd.engine_room.blocks import blocks
+from autograd.plain_mode import is_plain
 
 
 def adam_update_in_blocks(p, g, state, lr, beta1, beta2, eps, weight_decay, decoupled):
@@ -54,22 +57,34 @@ def adam_update_in_blocks(p, g, state, lr, beta1, beta2, eps, weight_decay, deco
         p_ -= update
 
 
-class SharedUpdates:
-    """Runs `update(p, g, state, lr)` for every (p, g, state) of a step, on `threads` threads
-    (created at the first step that needs them): each thread takes a share of the parameters
-    (`balanced_shares`) and updates each of its parameters whole."""
+def share_updates(optimizer, threads):
+    """`optimizer` (an `autograd.optim.Optimizer`) whose step shares its updates between `threads`
+    threads: itself for one thread, else wrapped in `SharedUpdates`."""
+    threads = checked_integer("threads", threads, low=1)
+    return optimizer if threads == 1 else SharedUpdates(optimizer, threads)
 
-    def __init__(self, threads):
-        self.threads = threads
+
+class SharedUpdates:
+    """Wraps an optimizer's `step()`: the same updates (`Optimizer.update` of every parameter that
+    has a gradient), on `threads` threads (created at the first step): each thread takes a share
+    of the parameters (`balanced_shares`) and updates each of its parameters whole. Inside
+    `autograd.plain()`, the optimizer's own step. Everything else (its state, learning rate,
+    checkpoints) is the wrapped optimizer's."""
+
+    def __init__(self, optimizer, threads):
+        self.optimizer, self.threads = optimizer, threads
         self._pool = None
 
-    def run(self, update, updates, lr):
-        if self.threads == 1:
-            for p, g, state in updates:
-                update(p, g, state, lr)
-            return
+    def __getattr__(self, name):
+        return getattr(self.__dict__["optimizer"], name)
+
+    def step(self):
+        if is_plain():
+            return self.optimizer.step()
+        updates, lr = self.optimizer.start_step()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="optimizer")
+        update = self.optimizer.update
         shares = self._pool.map(lambda share: [update(p, g, state, lr) for p, g, state in share],
                                 balanced_shares(updates, self.threads))
         list(shares)                                        # waits, and raises what a thread raised

@@ -9,7 +9,6 @@ from autograd.functional.softmax import (softmax, log_softmax, softmax_composite
                                          softmax_jacobian)
 from autograd.functional.segment_softmax import segment_softmax, segment_softmax_composite
 from autograd.functional.activations import relu, gelu, sigmoid, leaky_relu, elu
-from autograd.engine_room.gelu_erf import erf_float32
 from autograd.functional.linear import linear, linear_composite
 from autograd.functional.layer_norm import layer_norm, layer_norm_composite
 from autograd.functional.losses import cross_entropy
@@ -17,5 +16,5 @@ from autograd.functional.dropout import dropout
 from autograd.functional.embedding import embedding
 
 __all__ = ["softmax", "log_softmax", "softmax_composite", "log_softmax_composite", "softmax_jacobian", "segment_softmax",
-           "segment_softmax_composite", "relu", "gelu", "erf_float32", "sigmoid", "leaky_relu", "elu", "linear",
+           "segment_softmax_composite", "relu", "gelu", "sigmoid", "leaky_relu", "elu", "linear",
            "linear_composite", "layer_norm", "layer_norm_composite", "cross_entropy", "dropout", "embedding"]

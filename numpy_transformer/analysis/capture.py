@@ -20,7 +20,8 @@ import numpy as np
 
 from numpy_transformer.analysis.hooks import attention_modules, kind_of, layer_of
 from numpy_transformer.completion import prompt_ids
-from numpy_transformer.decoding import greedy_decode, inference_mode
+from numpy_transformer.decoding import greedy_decode
+from numpy_transformer.inference import inference_mode
 
 
 @dataclasses.dataclass

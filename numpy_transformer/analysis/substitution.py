@@ -21,7 +21,8 @@ from numpy_transformer.analysis.hooks import KINDS, kind_of, weights_hooks
 from numpy_transformer.analysis.projection import DEFAULT_EPSILON, DEFAULT_SPARSITY, project_structured
 from numpy_transformer.data.batching import encode_pairs
 from numpy_transformer.data.detokenize import detokenize
-from numpy_transformer.decoding import greedy_decode, inference_mode
+from numpy_transformer.decoding import greedy_decode
+from numpy_transformer.inference import inference_mode
 from numpy_transformer.training.evaluation import corpus_scores, mean_cross_entropy
 from numpy_transformer.translation import with_specials
 

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from numpy_transformer.benchmarks.attention_cost import slope, time_and_peak
-from numpy_transformer.decoding import with_progress
+from numpy_transformer.inference import with_progress
 
 N_HEADS, FF_RATIO = 4, 4
 
@@ -286,7 +286,7 @@ def measure_cache(cache_model, n_tokens=DECODED):
 def run(sweeps=SWEEPS, cache_models=CACHE_MODELS, repeats=5, plot_path=None, log=print, progress=None):
     """Measure every sweep and every model's cache, print the two tables (and why the exponents
     differ from the notes'), draw the figure to `plot_path` if given; return the results.
-    progress: shows the sweeps measured (`decoding.with_progress`)."""
+    progress: shows the sweeps measured (`inference.with_progress`)."""
     load_before = os.getloadavg()[0]
     results = {"repeats": repeats, "sweeps": [], "cache": []}
     for sweep in with_progress(progress, sweeps, desc="sweeps", unit="sweep"):

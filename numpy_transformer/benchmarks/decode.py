@@ -130,8 +130,8 @@ def profile_cached_decoding(config, top=20):
 
 def run(config_names=DECODE_CONFIGS, runs=3, profile=False, log=print, progress=None):
     """Measure every configuration, print a line each and the goal; return the result dicts.
-    progress: shows the configurations measured (`decoding.with_progress`)."""
-    from numpy_transformer.decoding import with_progress
+    progress: shows the configurations measured (`inference.with_progress`)."""
+    from numpy_transformer.inference import with_progress
 
     results = []
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):

@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from numpy_transformer.decoding import with_progress
+from numpy_transformer.inference import with_progress
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.benchmarks.workloads import CONFIGS, PAD_ID, SOS_ID
 from numpy_transformer.benchmarks.plain_decoding import PlainNumpyGenerator, PlainNumpyTranslator, covers
@@ -288,7 +288,7 @@ def time_in_children(task, config_name, threads, runs, rounds=3):
 def run(threads=1, runs=7, log=print, configs=("default", "gpt-default"), progress=None):
     """Measure both tasks on the models of `configs` (an encoder-decoder and a decoder-only
     configuration), print a line each; return the result dicts. progress: shows the tasks
-    measured (`decoding.with_progress`)."""
+    measured (`inference.with_progress`)."""
     results = []
     tasks = (("translate", configs[0]), ("generate", configs[1]))
     for task, config_name in with_progress(progress, tasks, desc="tasks", unit="task"):

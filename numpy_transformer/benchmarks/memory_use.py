@@ -53,8 +53,8 @@ def measure(n_layers, checkpointing, repeats=3):
 
 def run(layers=LAYERS, out_dir="runs/benchmarks", log=print, progress=None):
     """Measure every depth both ways, print the table and the exponents, write the figure and
-    the JSON; return the results. progress: shows the depths measured (`decoding.with_progress`)."""
-    from numpy_transformer.decoding import with_progress
+    the JSON; return the results. progress: shows the depths measured (`inference.with_progress`)."""
+    from numpy_transformer.inference import with_progress
 
     results = {"plain": [], "checkpointed": []}
     log(f"decoder-only model {MODEL}, batch {BATCH} × {LENGTH} tokens, one training step")

@@ -138,8 +138,8 @@ def micro_benchmarks():
 
 def run(config_names=PRECISION_CONFIGS, steps=5, out_dir="runs/benchmarks", log=print, progress=None):
     """Measure, print the tables, write the figure and the JSON to `out_dir`, return the results.
-    progress: shows the configurations measured (`decoding.with_progress`)."""
-    from numpy_transformer.decoding import with_progress
+    progress: shows the configurations measured (`inference.with_progress`)."""
+    from numpy_transformer.inference import with_progress
 
     micro = micro_benchmarks()
     log("operations on NumPy arrays (best of 5, ms): "

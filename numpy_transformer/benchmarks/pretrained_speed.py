@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from numpy_transformer.benchmarks.train_step import restart_peak_memory, status_kb
-from numpy_transformer.decoding import with_progress
+from numpy_transformer.inference import with_progress
 
 PROMPT, NEW_TOKENS = 8, 32
 GPT2_SMALL = {}                       # transformers.GPT2Config's defaults are GPT-2 small's
@@ -78,7 +78,7 @@ def loading(framework, folder):
 
 def time_generation(folder, threads, runs=3, progress=None):
     """({(framework, cached): [seconds…]}, {(framework, cached): tokens}) of greedy generation,
-    the four runs alternated; progress: shows the rounds of four (`decoding.with_progress`)."""
+    the four runs alternated; progress: shows the rounds of four (`inference.with_progress`)."""
     import torch
     import transformers
 
@@ -113,7 +113,7 @@ def _hf_generate(torch, model, prompt, cached):
 def run(threads=1, runs=3, log=print, shape=GPT2_SMALL, progress=None):
     """Measure loading and generation (module docstring) of a GPT-2 model of `shape`; print the
     lines; return the results (None without transformers). progress: shows the timed runs of
-    generation (`decoding.with_progress`)."""
+    generation (`inference.with_progress`)."""
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401

@@ -161,7 +161,7 @@ def predicted_step(parts, processes):
 def run(config_names=MAIN_CONFIGS, steps=10, repeats=7, log=print, progress=None):
     """Measure the parts, predict, measure T(2) where there are 2 cores; a line per
     configuration and a table; returns the results."""
-    from numpy_transformer.decoding import with_progress
+    from numpy_transformer.inference import with_progress
 
     results = []
     cores = os.cpu_count() or 1

@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from numpy_transformer.decoding import with_progress
+from numpy_transformer.inference import with_progress
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
@@ -73,6 +73,7 @@ class NumpyTrainer:
     or "auto", what `train --threads` does (`parallel.splits_batch`: batch below d_model 512)."""
 
     def __init__(self, config, batch, seed=0, threads=1, split="auto"):
+        from autograd.engine_room.fused_adam import share_updates
         from autograd.optim import Adam
         from numpy_transformer.language_model import DecoderOnlyTransformer
         from numpy_transformer.model import Transformer
@@ -81,7 +82,7 @@ class NumpyTrainer:
         rng = np.random.default_rng(seed)
         model_class = DecoderOnlyTransformer if config.decoder_only else Transformer
         self.model = model_class(config.model_config(), rng).train()
-        self.optimizer = Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS, threads=threads)
+        self.optimizer = share_updates(Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS), threads)
         self.batch = batch
         self.parallel = None
         if split == "auto":
@@ -298,7 +299,7 @@ def profile_numpy_step(config, top=25, steps=3):
 def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False, log=print, progress=None,
         split="auto"):
     """Measure every configuration; print a line per configuration (and its profile); return the
-    list of result dicts. progress: shows the configurations measured (`decoding.with_progress`).
+    list of result dicts. progress: shows the configurations measured (`inference.with_progress`).
     split: how NumPy's side uses threads > 1 (`NumpyTrainer`)."""
     frameworks = FRAMEWORKS if import_torch(threads) is not None else FRAMEWORKS[:1]
     if len(frameworks) == 1:

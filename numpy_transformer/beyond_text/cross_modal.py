@@ -22,7 +22,8 @@ import numpy as np
 
 from autograd.checks import checked_integer, checked_token_ids
 from numpy_transformer.beyond_text.vision import image_encoder
-from numpy_transformer.decoding import IncrementalDecoder, _without_eos, inference_mode
+from numpy_transformer.decoding import IncrementalDecoder, _without_eos
+from numpy_transformer.inference import inference_mode
 from numpy_transformer.initialisation import initialise
 from numpy_transformer.model import Decoder, Transformer
 from numpy_transformer.nn import Embedding, Linear, Module

@@ -62,7 +62,7 @@ from numpy_transformer.data.hub_tokenizer import HubTokenizer, read_json
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 from numpy_transformer.training.output_folder import check_whole
-from numpy_transformer.model import analytic_parameter_count
+from numpy_transformer.parameter_count import analytic_parameter_count
 from numpy_transformer.memory_budget import check_fits
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}

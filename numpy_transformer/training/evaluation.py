@@ -40,7 +40,7 @@ from numpy_transformer.completion import complete, fill_mask
 from numpy_transformer.data.batching import encode_pairs
 from numpy_transformer.data.detokenize import detokenize
 from numpy_transformer.data.texts import encode_texts
-from numpy_transformer.decoding import checked_scores, inference_mode, scoring_mode, with_progress
+from numpy_transformer.inference import checked_scores, inference_mode, scoring_mode, with_progress
 from numpy_transformer.training.checkpoint import load_checkpoint
 from numpy_transformer.training.loss import TRANSLATION, make_objective
 from numpy_transformer.training.prepare import prepare_data
@@ -52,7 +52,7 @@ from numpy_transformer.translation import read_sources, written_translations
 def ordered_batches(encoded, batch_size, objective=TRANSLATION, progress=None):
     """The sequences of `encoded` in batches of similar lengths, in a fixed order (no
     randomness: evaluation must not move any training generator). progress: shows the batches
-    read (`decoding.with_progress`)."""
+    read (`inference.with_progress`)."""
     order = np.lexsort(encoded.length_keys())
     starts = range(0, len(order), batch_size)
     for number, start in enumerate(with_progress(progress, starts, desc="perplexity", unit="batch")):
@@ -188,7 +188,7 @@ def evaluate_pairs(model, src_tokenizer, tgt_tokenizer, pairs, beam_size=4, leng
     encoded as in training): all of them for sinusoidal or relative positions; with learned
     positions, the longer pairs are left out of the perplexity only.
 
-    progress: shows each of the three passes, batch by batch (`decoding.with_progress`)."""
+    progress: shows each of the three passes, batch by batch (`inference.with_progress`)."""
     if not pairs:
         raise ValueError("no pair to evaluate: the split is empty")
     groups = group_by_source(pairs)
@@ -226,7 +226,7 @@ class LanguageModelEvaluation:
 def evaluate_texts(model, tokenizer, texts, objective, max_len, length_policy="drop", batch_size=64, samples=4,
                    progress=None):
     """The `LanguageModelEvaluation` of `texts`, encoded as in training; progress: shows the
-    batches scored (`decoding.with_progress`)."""
+    batches scored (`inference.with_progress`)."""
     encoded = encode_texts(texts, tokenizer, max_len, length_policy, objective.framing)
     if len(encoded) == 0:
         raise ValueError(f"no text to evaluate: all {len(texts)} are longer than the maximum length {max_len}")
@@ -283,7 +283,7 @@ def evaluate_checkpoint(directory, split="test", beam_size=4, length_penalty=1.0
     """The `evaluate` command: load the run saved in `directory` with its `weights` ("best" or
     "last", `load_checkpoint`), rebuild its data from the data description saved with it, and
     print (and return) the evaluation of the split. progress: None (no bar, nor those of
-    `datasets`), or a function that draws one (`decoding.with_progress`)."""
+    `datasets`), or a function that draws one (`inference.with_progress`)."""
     checkpoint = load_checkpoint(directory, weights)
     data = prepare_data(checkpoint.data_config, cache_dir, checkpoint.tokenizers, progress=progress is not None)
     print(checkpoint.weights_line(weights))
@@ -305,7 +305,7 @@ def evaluate_split(model, data, data_config, objective, split="test", beam_size=
     """Evaluate `model` on a split ("test" or "validation") of its prepared data (`PreparedData`
     of `data_config`): its pairs (`evaluate_pairs`, greedy and with a beam of `beam_size`) or
     texts (`evaluate_texts`). Prints `samples` samples and the scores; returns the evaluation.
-    progress: shows the passes over the split (`decoding.with_progress`)."""
+    progress: shows the passes over the split (`inference.with_progress`)."""
     items = data.splits.test if split == "test" else data.splits.validation
     if not items:
         raise ValueError(f"{data.splits.source}: the split to evaluate is empty (the corpus is too small)")

@@ -50,6 +50,7 @@ import time
 
 import numpy as np
 
+from autograd.engine_room.fused_adam import share_updates
 from autograd.optim import Adam, clip_grad_norm
 from autograd.plain_mode import is_plain
 from numpy_transformer.data.batching import batch_indices
@@ -92,9 +93,10 @@ def run_generators(seed):
 
 def make_optimizer(model, config, threads=1):
     """Adam with the betas, eps and learning rate (schedule) of a TrainingConfig; its update
-    shared by `threads` threads (the CLI's --threads)."""
-    return Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
-                eps=config.eps, threads=threads)
+    shared by `threads` threads (the CLI's --threads: the engine room's `share_updates`)."""
+    optimizer = Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
+                     eps=config.eps)
+    return share_updates(optimizer, threads)
 
 
 @dataclasses.dataclass
@@ -248,7 +250,7 @@ class Trainer:
         batch = self.objective.batch(self.train_data, self._next_positions(), ("train", self.state.step))
         self._phase = "step"
         try:
-            loss, grad_norm = self.train_step(batch)
+            loss, grad_norm = self.step_on_batch(batch)
         except KeyboardInterrupt:
             if self._phase == "step":      # nothing changed yet: forget this step's dropout draws
                 for generator, saved in zip(self.generators, snapshot):
@@ -263,7 +265,7 @@ class Trainer:
         self.state.train_seconds = self._clock[0] + time.perf_counter() - self._clock[1]
         self._after_step(bar, grad_norm)
 
-    def train_step(self, batch):
+    def step_on_batch(self, batch):
         """`train_step` on the batch with this run's objective, optimizer and clip_norm, and
         `_before_update` between the clip and the update: (loss, gradient norm before clipping);
         shared by the processes of `DataParallel` when there are several.
