@@ -287,7 +287,8 @@ def test_a_translation_run_trains_saves_reloads_and_translates_with_each_kind(tm
     from run_helpers import tiny_configs
 
     sentences = ["the cat sleeps .", "the teachers read a long book ."]
-    configs = tiny_configs(data={"tokenizer": kind, "vocab_size": 300, "shared_vocabulary": shared},
+    subword = {} if kind == "word" else {"vocab_size": 300}        # a word-level vocabulary has no size to set
+    configs = tiny_configs(data={"tokenizer": kind, **subword, "shared_vocabulary": shared},
                            training={"steps": 3})
     with Run.new(tmp_path / "run", *configs, report=None) as run:
         run.train()

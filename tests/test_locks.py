@@ -299,3 +299,14 @@ def test_eight_simultaneous_trains_on_a_folder_with_an_empty_lock_have_one_winne
             assert "in use by another run (process " in err or "already holds a trained model" in err, err
             assert "process None" not in err
     assert not (folder / LOCK).exists() and [p.name for p in folder.iterdir() if "lock" in p.name] == []
+
+
+def test_the_temporaries_of_the_lock_and_of_its_takeover_guard_are_leftovers_and_nothing_else_is():
+    from numpy_transformer.training.locks import GUARD, is_lock_leftover
+
+    lock = ".numpy-transformer-run.lock"
+    assert is_lock_leftover(f"{lock}.123-0a1b2c3d.new", lock)
+    assert is_lock_leftover(f"{lock}{GUARD}", lock)
+    assert is_lock_leftover(f"{lock}{GUARD}.123-0a1b2c3d.new", lock)     # a starter writing the guard
+    for name in (lock, f"{lock}.new", f"{lock}{GUARD}.x", "notes.txt", f"{lock}.123-0a1b2c3d.new.txt"):
+        assert not is_lock_leftover(name, lock), name

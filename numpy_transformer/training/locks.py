@@ -213,16 +213,18 @@ LEFTOVER = re.compile(r"\.(\d+)-[0-9a-f]{8}\.new")
 
 
 def is_lock_leftover(name, lock_name):
-    """Whether `name` is a temporary of the lock `lock_name` (`take_lock`) or its takeover guard."""
-    return name.startswith(lock_name) and (name[len(lock_name):] == GUARD
-                                           or LEFTOVER.fullmatch(name[len(lock_name):]) is not None)
+    """Whether `name` is a temporary of the lock `lock_name` (`take_lock`), its takeover guard,
+    or a temporary of the guard."""
+    suffix = name[len(lock_name):] if name.startswith(lock_name) else ""
+    return suffix == GUARD or LEFTOVER.fullmatch(suffix.removeprefix(GUARD)) is not None
 
 
 def remove_lock_leftovers(folder, lock_name):
     """Remove the lock's temporaries in `folder` whose process no longer runs (a kill -9 between
     writing the temporary and removing it)."""
     for entry in Path(folder).iterdir():
-        found = LEFTOVER.fullmatch(entry.name[len(lock_name):]) if entry.name.startswith(lock_name) else None
+        found = LEFTOVER.fullmatch(entry.name[len(lock_name):].removeprefix(GUARD)) \
+            if entry.name.startswith(lock_name) else None
         if found and entry.is_file() and not entry.is_symlink():
             pid = int(found[1])
             if pid != os.getpid() and stale_reason({"pid": pid, "host": socket.gethostname()}) is not None:
