@@ -20,9 +20,9 @@ import re
 import sys
 import time
 
-from numpy_transformer.cli.common import EXIT_INTERRUPTED, add_dataset_cache_argument, add_decoding_arguments, \
-    add_quiet_argument, add_threads_argument, add_weights_argument, json_object, non_negative_integer, on_terminal, \
-    progress_bars
+from numpy_transformer.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, add_dataset_cache_argument, \
+    add_decoding_arguments, add_quiet_argument, add_threads_argument, add_weights_argument, json_object, \
+    non_negative_integer, on_terminal, progress_bars
 from numpy_transformer.training.presets import PRESETS, TASK_PRESETS, measured_duration
 
 TASKS = tuple(TASK_PRESETS)
@@ -191,16 +191,23 @@ def train_and_evaluate(run, args, started):
     from numpy_transformer.training.checkpoint import load_checkpoint
     from numpy_transformer.training.evaluation import evaluate_split, print_warnings
     from numpy_transformer.training.loop import format_seconds
+    from numpy_transformer.training.parallel import evaluation_threads
     from numpy_transformer.training.run import METRICS_FILE
 
     print("\n".join(run.data.summary + [model_line(run), training_line(run)]))
     print_warnings(run.data)
     result = run.train()
-    if result.interrupted:
+    if result.interrupted or result.worker_lost is not None:
         where = f"a checkpoint of step {result.step} is in {run.directory}" if result.saved else \
             f"the last checkpoint in {run.directory} is kept"
-        print(f"Interrupted at step {result.step} of {result.total_steps}: {where}. Continue with:\n"
-              f"  numpy-transformer train --out {run.directory} --resume", file=sys.stderr)
+        resume = f"numpy-transformer train --out {run.directory} --resume" + \
+            (f" --threads {args.threads}" if args.threads > 1 else "")     # the same N continues the run exactly
+        if not result.interrupted:                  # a worker process died or stopped answering
+            print(f"numpy-transformer train: error: {result.worker_lost}; {where}. Continue with: {resume}",
+                  file=sys.stderr)
+            return EXIT_ERROR
+        print(f"Interrupted at step {result.step} of {result.total_steps}: {where}. Continue with:\n  {resume}",
+              file=sys.stderr)
         return EXIT_INTERRUPTED
     state = run.trainer.state
     if result.stopped_early:
@@ -208,13 +215,17 @@ def train_and_evaluate(run, args, started):
               f"validations without a validation loss below {state.best_loss:.3f} (step {state.best_step}).")
     scored = load_checkpoint(run.directory, args.weights)
     print(scored.weights_line(args.weights))
-    evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", args.beam,
-                                args.length_penalty, args.samples, progress_bars(args.quiet))
+    with evaluation_threads(scored.model):
+        evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", args.beam,
+                                    args.length_penalty, args.samples, progress_bars(args.quiet))
     metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started, scored)
     atomic_write_text(run.directory / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     best = ", checkpoint_best.npz" if state.best_step is not None else ""
+    total = format_seconds(metrics["total_seconds"])
+    if args.resume:       # the step lines' clock counts the training before the resume too
+        total = f"{total} in this process; {format_seconds(result.train_seconds)} of training in all"
     print(f"Wrote {run.directory}/: checkpoint.npz{best} (+ model.json, training.json, data.json, tokenizers), "
-          f"log.jsonl, loss.png, {METRICS_FILE}. Total time {format_seconds(metrics['total_seconds'])}.")
+          f"log.jsonl, loss.png, {METRICS_FILE}. Total time {total}.")
     return 0
 
 
