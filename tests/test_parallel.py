@@ -389,6 +389,16 @@ def test_pace_takes_the_faster_way_and_tries_the_other_now_and_then():
         ways.append(here)
         pace.took(here, 0.030 if here else 0.045, 1000)             # here is faster (a core taken)
     assert ways[12:110] == [True] * 98 and ways[110:112] == [False, False] and sum(ways) == 400 - 10 - 2 * 3
+    pace = parallel.Pace()
+    ways = []
+    for step in range(400):
+        here = pace.here()
+        ways.append(here)
+        loaded = 150 <= step < 250                                  # another job takes a core, then leaves
+        pace.took(here, 0.030 if here else (0.045 if loaded else 0.020), 1000)
+    assert ways[150:153] == [False] * 3 and ways[153:210] == [True] * 57          # 3 slower steps of 5: here
+    assert ways[210:212] == [False] * 2 and ways[212:250] == [True] * 38          # a trial: shared still slower
+    assert ways[250:310] == [True] * 60 and ways[310:312] == [False] * 2 and not any(ways[312:])  # the next trial
 
 
 # A worker killed or stopped under `numpy-transformer train --threads 2`: one line, the last step saved.

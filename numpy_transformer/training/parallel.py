@@ -30,6 +30,12 @@ the matrix products dominate and BLAS's threads share them in one process, with 
 gradients (the measurements that chose the line are in docs/performance.md, "Training on more
 cores").
 
+A loaded machine. When another job takes a core, P processes that wait for each other at every
+step can be slower than one. So a step may also run "here": every shard in this process, one
+after the other, each as its worker would compute it (`shard_into`), summed in the same order:
+the same numbers, so the run stays a function of its seed and P. `Pace` measures the time per
+target token both ways (the other way for 2 steps every 100) and runs the faster.
+
 Supervision. A worker can die (`kill -9`, SIGTERM, the system's out-of-memory killer) or stop
 answering (`kill -STOP`). Every wait for a reply is a wait of at most 0.1 s at a time, between
 which this process checks the worker: a worker that has ended raises `WorkerLost` naming its
@@ -353,19 +359,23 @@ class Pace:
     def here(self):
         """Whether the next step (or validation) runs here: the faster way so far, but the other
         one during a trial (from step 10 on, the first TRIAL_STEPS of every TRIAL_EVERY)."""
-        return self.choice != self._trial()
+        return self.choice != bool(self._trial())
 
     def took(self, here, seconds, tokens):
         """A step ran `here` (or shared) on `tokens` target tokens in `seconds`."""
         if self.steps >= self.WARM_UP and tokens > 0:
             self.seconds_per_token[here].append(seconds / tokens)
         self.steps += 1
+        if self._trial() == 1:                      # a trial starts: forget the other way's older times
+            self.seconds_per_token[not self.choice].clear()
         if not self._trial():
             shared, here = (self.seconds_per_token[way] for way in (False, True))
             self.choice = bool(shared and here) and statistics.median(here) < statistics.median(shared)
 
     def _trial(self):
-        return self.steps >= 10 and (self.steps - 10) % self.TRIAL_EVERY < self.TRIAL_STEPS
+        """0 outside a trial, else which step of the trial the next one is (1, 2, …)."""
+        into = (self.steps - 10) % self.TRIAL_EVERY + 1
+        return into if self.steps >= 10 and into <= self.TRIAL_STEPS else 0
 
 
 class Shard:
