@@ -210,6 +210,25 @@ def test_a_stopped_worker_is_found_silent_and_killed(monkeypatch):
         assert not worker.is_alive() and worker.exitcode == -signal.SIGKILL
 
 
+def test_a_long_message_to_a_stopped_worker_does_not_hang(monkeypatch):
+    """A message longer than the socket holds waits for the worker to read it: watched too."""
+    monkeypatch.setattr(parallel, "SILENT_SECONDS", 1.0)
+    make, objective, _ = _translation()
+    with parallel.DataParallel(make(), objective, 0.1, 2) as shared:
+        worker = shared.workers[0]
+        assert shared.on_workers(_size, np.zeros(10 ** 6)) == [8 * 10 ** 6]        # 8 MB: read while sent
+        os.kill(worker.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(parallel.WorkerLost, match=r"^worker process 1 \(pid \d+\) is stopped"):
+            shared.on_workers(_size, np.zeros(10 ** 6))
+        assert time.monotonic() - started < 30                  # a bound on a hang, not a speed check
+        assert not worker.is_alive()
+
+
+def _size(model, array):
+    return array.nbytes
+
+
 def test_a_slow_worker_is_not_taken_for_a_silent_one(monkeypatch):
     """A worker that computes, however long, uses processor time: it is waited for."""
     monkeypatch.setattr(parallel, "SILENT_SECONDS", 0.5)

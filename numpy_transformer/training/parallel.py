@@ -37,8 +37,8 @@ the same numbers, so the run stays a function of its seed and P. `Pace` measures
 target token both ways (the other way for 2 steps every 100) and runs the faster.
 
 Supervision. A worker can die (`kill -9`, SIGTERM, the system's out-of-memory killer) or stop
-answering (`kill -STOP`). Every wait for a reply is a wait of at most 0.1 s at a time, between
-which this process checks the worker: a worker that has ended raises `WorkerLost` naming its
+answering (`kill -STOP`). Every wait for a reply (or for a worker to read a long message) is a
+wait of at most 0.1 s at a time, between which this process checks the worker: a worker that has ended raises `WorkerLost` naming its
 signal or exit status at once; one that owes a reply and has used no processor time for
 `SILENT_SECONDS` (10 s of this process's waiting) is stopped or stuck, and raises `WorkerLost`
 too. A slow worker never trips it, however slow: it uses processor time while it computes.
@@ -62,9 +62,11 @@ import os
 import signal
 import statistics
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -76,6 +78,7 @@ from autograd.optim import clip_grad_norm
 ALIGNMENT = 64          # bytes: every shared array starts on a cache line
 SPLIT_BELOW_D_MODEL = 512
 POLL_SECONDS = 0.1      # a wait for a worker's reply checks on the worker this often
+SOCKET_ROOM = 65536     # bytes a message to a worker may have without waiting for the worker to read it
 SILENT_SECONDS = 10.0   # a worker that owes a reply and uses no processor time this long is stopped or stuck
 
 
@@ -270,22 +273,29 @@ class DataParallel:
     # The workers.
 
     def _send(self, number, message):
-        try:
-            self.connections[number - 1].send(message)
-        except OSError:
+        """Send worker `number` a message; one longer than SOCKET_ROOM (which may have to wait
+        for the worker to read it) is sent by a thread while this one watches the worker."""
+        connection, data, failed = self.connections[number - 1], ForkingPickler.dumps(message), []
+
+        def send():
+            try:
+                connection.send_bytes(data)
+            except OSError as error:
+                failed.append(error)
+        if len(data) <= SOCKET_ROOM:
+            send()
+        else:
+            sender = threading.Thread(target=send, name="message to a worker", daemon=True)
+            sender.start()
+            self._wait(number, lambda: sender.join(POLL_SECONDS) or not sender.is_alive())
+        if failed:
             raise self._ended(number) from None
 
     def _receive(self, number):
-        """Worker `number`'s reply, waited for POLL_SECONDS at a time; `WorkerLost` when the
-        worker ends or stays silent (the module docstring, "Supervision")."""
-        connection, worker = self.connections[number - 1], self.workers[number - 1]
-        silence = _Silence(worker.pid)
+        """Worker `number`'s reply, waited for POLL_SECONDS at a time (`_wait`)."""
+        connection = self.connections[number - 1]
         try:
-            while not connection.poll(POLL_SECONDS):     # True also when the worker's end closed
-                if silence.longer_than(SILENT_SECONDS):
-                    worker.kill()
-                    raise WorkerLost(number, worker.pid, f"{silence.state}: it has used no processor time for "
-                                                         f"{SILENT_SECONDS:g} s")
+            self._wait(number, lambda: connection.poll(POLL_SECONDS))    # True also when the worker's end closed
             kind, value = connection.recv()
         except (EOFError, OSError):
             raise self._ended(number) from None
@@ -295,6 +305,17 @@ class DataParallel:
                 raise MemoryError(message)
             raise WorkerFailed(f"worker process {number} failed: {name}: {message}\n{trace}")
         return value
+
+    def _wait(self, number, done):
+        """Call done() (which waits up to POLL_SECONDS) until it returns True; `WorkerLost` when
+        worker `number` stays silent meanwhile (the module docstring, "Supervision")."""
+        worker = self.workers[number - 1]
+        silence = _Silence(worker.pid)
+        while not done():
+            if silence.longer_than(SILENT_SECONDS):
+                worker.kill()
+                raise WorkerLost(number, worker.pid, f"{silence.state}: it has used no processor time for "
+                                                     f"{SILENT_SECONDS:g} s")
 
     def _ended(self, number):
         worker = self.workers[number - 1]
