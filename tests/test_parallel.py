@@ -1,9 +1,15 @@
 """Data parallelism (numpy_transformer/training/parallel.py): a step shared by processes is the
 one-process step up to rounding, dropout masks included; a run is reproducible and resumes
 exactly for its number of processes; a worker's failure is one clear error."""
+import contextlib
 import dataclasses
 import os
+import re
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +20,10 @@ from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnly
 from numpy_transformer.model import Transformer
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.training import parallel
+from numpy_transformer.training.checkpoint import load_checkpoint
 from numpy_transformer.training.loss import TRANSLATION, CausalLM, LanguageModelBatch, MaskedLM
 from numpy_transformer.training.run import Run
-from run_helpers import assert_same_weights, tiny_configs, weights
+from run_helpers import assert_same_weights, run_main, tiny_configs, weights
 
 pytestmark = pytest.mark.skipif(not parallel.available(), reason="data parallelism runs on Linux")
 
@@ -160,16 +167,81 @@ def test_map_keeps_the_order_and_a_worker_s_error_names_it():
         assert shared.workers == []                      # stopped: replies were left unread
 
 
-def test_a_worker_that_dies_is_one_clear_error():
+@pytest.mark.parametrize("number, signal_number, ending", [
+    (1, signal.SIGKILL, r"was killed by SIGKILL \(kill -9, or the system's out-of-memory killer\)"),
+    (2, signal.SIGTERM, "was killed by SIGTERM"),
+    (1, None, "ended with exit status 3")])
+def test_a_worker_that_dies_is_one_clear_error_and_the_others_stop(number, signal_number, ending):
+    make, objective, batch = _translation()
+    model = make()
+    with parallel.DataParallel(model, objective, 0.1, 3) as shared:
+        workers = list(shared.workers)
+        model.train()
+        with pytest.raises(parallel.WorkerLost, match=rf"^worker process {number} \(pid {workers[number - 1].pid}\) "
+                                                      rf"{ending}$") as lost:
+            if signal_number is None:                           # worker 1 gets item 1, and exits
+                shared.map(_exit_with_3_on_1, [0, 1, 2])
+            os.kill(workers[number - 1].pid, signal_number)
+            workers[number - 1].join(timeout=30)
+            shared.gradients(batch)
+        assert lost.value.number == number and "\n" not in str(lost.value)
+        assert shared.workers == [] and not any(worker.is_alive() for worker in workers)
+
+
+def _exit_with_3_on_1(model, item):
+    if item == 1:
+        os._exit(3)
+    return item
+
+
+def test_a_stopped_worker_is_found_silent_and_killed(monkeypatch):
+    monkeypatch.setattr(parallel, "SILENT_SECONDS", 1.0)
     make, objective, batch = _translation()
     model = make()
     with parallel.DataParallel(model, objective, 0.1, 2) as shared:
-        os.kill(shared.workers[0].pid, signal.SIGKILL)
-        shared.workers[0].join()
+        worker = shared.workers[0]
+        os.kill(worker.pid, signal.SIGSTOP)
         model.train()
-        with pytest.raises(parallel.WorkerFailed, match=r"worker process 1 .* ended \(exit code -9\); run with "
-                                                        r"--threads 1"):
+        started = time.monotonic()
+        with pytest.raises(parallel.WorkerLost, match=rf"^worker process 1 \(pid {worker.pid}\) is stopped "
+                                                      r"\(SIGSTOP, or Ctrl-Z\): it has used no processor time for 1 s$"):
             shared.gradients(batch)
+        assert time.monotonic() - started < 30                  # a bound on a hang, not a speed check
+        assert not worker.is_alive() and worker.exitcode == -signal.SIGKILL
+
+
+def test_a_long_message_to_a_stopped_worker_does_not_hang(monkeypatch):
+    """A message longer than the socket holds waits for the worker to read it: watched too."""
+    monkeypatch.setattr(parallel, "SILENT_SECONDS", 1.0)
+    make, objective, _ = _translation()
+    with parallel.DataParallel(make(), objective, 0.1, 2) as shared:
+        worker = shared.workers[0]
+        assert shared.on_workers(_size, np.zeros(10 ** 6)) == [8 * 10 ** 6]        # 8 MB: read while sent
+        os.kill(worker.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(parallel.WorkerLost, match=r"^worker process 1 \(pid \d+\) is stopped"):
+            shared.on_workers(_size, np.zeros(10 ** 6))
+        assert time.monotonic() - started < 30                  # a bound on a hang, not a speed check
+        assert not worker.is_alive()
+
+
+def _size(model, array):
+    return array.nbytes
+
+
+def test_a_slow_worker_is_not_taken_for_a_silent_one(monkeypatch):
+    """A worker that computes, however long, uses processor time: it is waited for."""
+    monkeypatch.setattr(parallel, "SILENT_SECONDS", 0.5)
+    make, objective, _ = _translation()
+    with parallel.DataParallel(make(), objective, 0.1, 2) as shared:
+        assert shared.on_workers(_compute_for, 1.5) == [True]
+
+
+def _compute_for(model, seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return True
 
 
 def _run(directory, processes, steps=10):
@@ -209,11 +281,11 @@ def test_an_interrupt_inside_a_shared_step_saves_the_last_completed_step(tmp_pat
     calls = []
 
     def interrupted_gradients(original):
-        def gradients(batch):
+        def gradients(batch, here=False):
             calls.append(batch)
             if len(calls) == 6:
                 raise KeyboardInterrupt
-            return original(batch)
+            return original(batch, here)
         return gradients
 
     original_init = parallel.DataParallel.__init__
@@ -286,3 +358,164 @@ def test_shared_steps_opens_one_set_of_processes_that_train_and_a_nested_one_reu
             run.trainer.train()
             assert run.trainer.parallel is shared and run.trainer.state.step == 3
         assert run.trainer.parallel is None and shared.workers == []
+
+
+def test_a_run_whose_worker_is_killed_saves_its_last_step_and_resumes_to_the_uninterrupted_run(tmp_path):
+    run = _run(tmp_path / "run", 2, steps=12)
+
+    def kill_the_worker_after_step_5(trainer):
+        if trainer.state.step == 5:
+            os.kill(trainer.parallel.workers[0].pid, signal.SIGKILL)
+
+    with run:
+        result = run.train(kill_the_worker_after_step_5)
+    assert isinstance(result.worker_lost, parallel.WorkerLost) and "was killed by SIGKILL" in str(result.worker_lost)
+    assert result.saved and result.step == 5 and not result.interrupted
+    assert run.trainer.parallel is None
+    with Run.resume(tmp_path / "run", report=None, threads=2) as resumed, _run(tmp_path / "whole", 2, 12) as whole:
+        resumed.train()
+        whole.train()
+    assert run.trainer.losses + resumed.trainer.losses == whole.trainer.losses
+    assert_same_weights(weights(resumed.model), weights(whole.model))
+
+
+def test_steps_run_here_give_the_shared_steps_bit_for_bit(tmp_path, monkeypatch):
+    """`Pace` may run any step in this process, every shard one after the other: the run is the
+    same, so it stays a function of its seed and of --threads whatever the machine's load."""
+    with _run(tmp_path / "shared", 2, steps=12) as shared:
+        monkeypatch.setattr(parallel.Pace, "here", lambda pace: False)
+        shared.train()
+    ways = []
+    monkeypatch.setattr(parallel.Pace, "here", lambda pace: ways.append(pace.steps % 3 == 1) or ways[-1])
+    with _run(tmp_path / "mixed", 2, steps=12) as mixed:
+        mixed.train()
+    assert True in ways and False in ways
+    assert mixed.trainer.losses == shared.trainer.losses
+    assert mixed.trainer.validation_loss == shared.trainer.validation_loss
+    assert_same_weights(weights(mixed.model), weights(shared.model))
+
+
+def test_pace_takes_the_faster_way_and_tries_the_other_now_and_then():
+    pace = parallel.Pace()
+    ways = []
+    for _ in range(400):
+        here = pace.here()
+        ways.append(here)
+        pace.took(here, 0.030 if here else 0.020, 1000)             # shared is faster
+    assert ways[:10] == [False] * 10 and ways[10:12] == [True, True]  # a first trial at step 10
+    assert sum(ways) == 2 * 4                                         # then two steps here in every 100
+    pace = parallel.Pace()
+    ways = []
+    for _ in range(400):
+        here = pace.here()
+        ways.append(here)
+        pace.took(here, 0.030 if here else 0.045, 1000)             # here is faster (a core taken)
+    assert ways[12:110] == [True] * 98 and ways[110:112] == [False, False] and sum(ways) == 400 - 10 - 2 * 3
+    pace = parallel.Pace()
+    ways = []
+    for step in range(400):
+        here = pace.here()
+        ways.append(here)
+        loaded = 150 <= step < 250                                  # another job takes a core, then leaves
+        pace.took(here, 0.030 if here else (0.045 if loaded else 0.020), 1000)
+    assert ways[150:153] == [False] * 3 and ways[153:210] == [True] * 57          # 3 slower steps of 5: here
+    assert ways[210:212] == [False] * 2 and ways[212:250] == [True] * 38          # a trial: shared still slower
+    assert ways[250:310] == [True] * 60 and ways[310:312] == [False] * 2 and not any(ways[312:])  # the next trial
+
+
+# A worker killed or stopped under `numpy-transformer train --threads 2`: one line, the last step saved.
+
+TRAIN = [sys.executable, "-m", "numpy_transformer.cli", "train", "--dataset", "builtin", "--tokenizer", "word",
+         "--no-shared-vocabulary", "--n-pairs", "400", "--steps", "100000", "--d-model", "16", "--n-heads", "2",
+         "--d-ff", "32", "--batch-size", "16", "--max-len", "32", "--eval-every", "5", "--checkpoint-every", "5",
+         "--samples", "0", "--beam", "1", "--quiet", "--threads", "2"]
+
+
+@contextlib.contextmanager
+def _training(folder):
+    """A `train --threads 2` process and the pid of its worker, once it trains; both are killed
+    on leaving, if still there."""
+    process = subprocess.Popen([*TRAIN, "--out", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    children = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (folder / "log.jsonl").exists():
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.05)
+        children = [int(pid) for pid in Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()]
+        assert len(children) == 1, children
+        yield process, children[0]
+    finally:
+        process.kill()
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _end(process):
+    """(seconds until `process` ends, its standard error)."""
+    started = time.monotonic()
+    _, err = process.communicate(timeout=120)
+    return time.monotonic() - started, err
+
+
+def _gone(pid):
+    return not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z"
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="train --threads 2 needs two processors")
+@pytest.mark.parametrize("signal_number, what", [
+    (signal.SIGKILL, r"was killed by SIGKILL \(kill -9, or the system's out-of-memory killer\)"),
+    (signal.SIGTERM, "was killed by SIGTERM"),
+    (signal.SIGSTOP, r"is stopped \(SIGSTOP, or Ctrl-Z\): it has used no processor time for 10 s")])
+def test_train_with_a_worker_killed_or_stopped_ends_in_one_line_and_resumes(tmp_path, signal_number, what):
+    folder = tmp_path / "run"
+    shared_memory = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    with _training(folder) as (process, worker):
+        os.kill(worker, signal_number)
+        seconds, err = _end(process)
+    assert process.returncode == 1, err
+    assert seconds < 90                                    # a bound on a hang (10 s of silence, then the save)
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in err, err
+    step = load_checkpoint(folder).step
+    assert re.fullmatch(rf"numpy-transformer train: error: worker process 1 \(pid {worker}\) {what}; a checkpoint "
+                        rf"of step {step} is in {re.escape(str(folder))}\. Continue with: numpy-transformer train "
+                        rf"--out {re.escape(str(folder))} --resume --threads 2", line), line
+    assert step > 0 and _gone(worker)
+    if os.path.isdir("/dev/shm"):
+        assert set(os.listdir("/dev/shm")) <= shared_memory
+    status, _, err = run_main(["train", "--out", folder, "--resume", "--steps", step + 2, "--threads", "2",
+                               "--quiet", "--samples", "0", "--beam", "1"])
+    assert status == 0, err
+    assert load_checkpoint(folder).step == step + 2
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="train --threads 2 needs two processors")
+def test_ctrl_c_while_a_worker_is_stopped_ends_the_run_with_130_and_saves(tmp_path):
+    folder = tmp_path / "run"
+    with _training(folder) as (process, worker):
+        os.kill(worker, signal.SIGSTOP)
+        time.sleep(1)
+        process.send_signal(signal.SIGINT)                 # stop after this step: it never ends…
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)                 # … so at once
+        seconds, err = _end(process)
+    assert process.returncode == 130, err
+    assert seconds < 45 and _gone(worker), err
+    step = load_checkpoint(folder).step
+    assert f"Interrupted at step {step} of 100000: a checkpoint of step {step} is in {folder}" in err
+    assert f"numpy-transformer train --out {folder} --resume --threads 2" in err
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="train --threads 2 needs two processors")
+def test_killing_train_leaves_no_stopped_worker_behind(tmp_path):
+    with _training(tmp_path / "run") as (process, worker):
+        os.kill(worker, signal.SIGSTOP)
+        process.kill()
+        process.communicate(timeout=60)
+        deadline = time.monotonic() + 30
+        while not _gone(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(worker)                               # the kernel killed it with its parent

@@ -2,9 +2,11 @@
 learns, it is a function of its seed, it validates with dropout off, and it stops cleanly."""
 import copy
 import dataclasses
+import json
 import math
 import re
 import os
+import re
 import signal
 
 import numpy as np
@@ -303,3 +305,68 @@ def test_state_to_dict_round_trips(tmp_path):
     from numpy_transformer.training.loop import TrainingState
     assert TrainingState.from_dict(state).to_dict() == state
     assert dataclasses.asdict(TrainingState.from_dict(state))["step"] == 3
+
+
+# What a resumed run prints, and the loss figure.
+
+def test_after_a_resume_the_step_line_says_its_loss_is_a_mean_over_the_steps_since(tmp_path):
+    lines = []
+    with Run.new(tmp_path / "run", *tiny_configs(training={"steps": 7, "eval_every": 5}), report=lines.append) as run:
+        run.train()
+    assert len(lines) == 2 and "since the resume" not in "".join(lines)        # steps 5 and 7: 5 steps each
+    lines.clear()
+    with Run.resume(tmp_path / "run", {"steps": 15}, report=lines.append) as resumed:
+        resumed.train()
+    losses = resumed.trainer.losses
+    assert [line.split()[1] for line in lines] == ["10/15", "15/15"]
+    assert f"loss {np.mean(losses[:3]):.3f} (mean of the 3 steps since the resume)  validation loss" in lines[0]
+    assert f"loss {np.mean(losses[-5:]):.3f}  validation loss" in lines[1]     # 5 steps: a full interval
+
+
+def test_resumed_train_gives_the_total_time_of_this_process_and_the_training_time_in_all(tmp_path):
+    from run_helpers import run_main
+
+    flags = ["--out", tmp_path / "run", "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary",
+             "--n-pairs", "120", "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--batch-size", "16",
+             "--max-len", "32", "--eval-every", "5", "--samples", "0", "--beam", "1", "--quiet"]
+    status, out, err = run_main(["train", *flags, "--steps", "5"])
+    assert status == 0, err
+    assert re.search(r"Total time \d+:\d\d\.$", out.strip())
+    status, out, err = run_main(["train", "--out", tmp_path / "run", "--resume", "--steps", "8", "--samples", "0",
+                                 "--beam", "1", "--quiet"])
+    assert status == 0, err
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    total, training = (f"{int(s) // 60}:{int(s) % 60:02d}" for s in (metrics["total_seconds"], metrics["train_seconds"]))
+    assert out.strip().endswith(f"Total time {total} in this process; {training} of training in all.")
+
+
+def test_the_loss_figure_draws_a_long_title_whole():
+    from numpy_transformer.training.metrics_log import loss_figure
+    import matplotlib.pyplot as plt
+
+    title = ("Tatoeba English–Italian, real sentences (Tatoeba (tatoeba.org), CC-BY 2.0 FR; numpy_transformer/data/"
+             "corpora/tatoeba-en-it/README.md): translation, d_model 128, 4 heads, 1+1 layers")
+    figure = loss_figure([{"step": 5, "loss": 3.0}, {"step": 5, "validation_loss": 2.5}], title)
+    try:
+        renderer = figure.canvas.get_renderer()
+        drawn = figure.axes[0].title
+        box, page = drawn.get_window_extent(renderer), figure.bbox
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1
+        assert drawn.get_text().replace("\n", " ") == title
+    finally:
+        plt.close(figure)
+
+
+def test_a_run_s_figure_is_titled_with_the_corpus_without_its_credit(tmp_path, monkeypatch):
+    import numpy_transformer.training.run as run_module
+
+    titles = []
+    monkeypatch.setattr(run_module, "plot_loss_curve", lambda records, path, title: titles.append(title))
+    with Run.new(tmp_path / "run", *tiny_configs(training={"steps": 2}), report=None) as run:
+        run.train()
+    assert titles == ["built-in synthetic corpus: translation, d_model 16, 2 heads, 1+1 layers"]
+    assert run_module._without_credit("Tatoeba English–Italian, real sentences (Tatoeba (tatoeba.org), CC-BY 2.0 "
+                                      "FR; numpy_transformer/data/corpora/tatoeba-en-it/README.md)") == \
+        "Tatoeba English–Italian, real sentences"
+    for kept in ("data/pairs.tsv", "(only a credit)", "unbalanced)"):
+        assert run_module._without_credit(kept) == kept

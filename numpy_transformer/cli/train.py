@@ -23,9 +23,9 @@ import sys
 import threading
 import time
 
-from numpy_transformer.cli.common import EXIT_INTERRUPTED, add_dataset_cache_argument, add_decoding_arguments, \
-    add_quiet_argument, add_threads_argument, add_weights_argument, json_object, non_negative_integer, on_terminal, \
-    progress_bars
+from numpy_transformer.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, add_dataset_cache_argument, \
+    add_decoding_arguments, add_quiet_argument, add_threads_argument, add_weights_argument, json_object, \
+    non_negative_integer, on_terminal, progress_bars
 from numpy_transformer.training.presets import PRESETS, TASK_PRESETS, measured_duration
 
 TASKS = tuple(TASK_PRESETS)
@@ -295,19 +295,30 @@ def train_and_evaluate(run, args, started):
     try:
         result = run.train()
     except KeyboardInterrupt:                   # a second Ctrl-C (or SIGTERM) during the last save
-        return interrupted(run, f"at step {run.trainer.state.step} of {run.trainer.total_steps}")
+        return interrupted(run, args, f"at step {run.trainer.state.step} of {run.trainer.total_steps}")
+    saved = f"a checkpoint of step {result.step} is in {run.directory}" if result.saved else None
+    if result.worker_lost is not None:          # a worker process died or stopped answering
+        print(f"numpy-transformer train: error: {result.worker_lost}; "
+              f"{saved or f'the last checkpoint in {run.directory} is kept'}. Continue with: {resume_command(run, args)}",
+              file=sys.stderr)
+        return EXIT_ERROR
     if result.interrupted:
-        return interrupted(run, f"at step {result.step} of {result.total_steps}",
-                           f"a checkpoint of step {result.step} is in {run.directory}" if result.saved else None)
+        return interrupted(run, args, f"at step {result.step} of {result.total_steps}", saved)
     try:
         return evaluate_and_write(run, args, started, result)
     except KeyboardInterrupt:
-        return interrupted(run, "during the final evaluation on the test split",
+        return interrupted(run, args, "during the final evaluation on the test split",
                            f"the checkpoint of step {result.step} in {run.directory} is kept ({METRICS_FILE} is "
                            f"written when the evaluation completes)", "Finish it")
 
 
-def interrupted(run, when, where=None, what="Continue"):
+def resume_command(run, args):
+    """The command that continues `run`: the same --threads N continues it exactly."""
+    return f"numpy-transformer train --out {run.directory} --resume" + \
+        (f" --threads {args.threads}" if args.threads > 1 else "")
+
+
+def interrupted(run, args, when, where=None, what="Continue"):
     """Print how a run interrupted `when` ended and what to type next; EXIT_INTERRUPTED. where:
     what was saved (default: the last checkpoint is kept). A new run stopped before its first
     checkpoint has none: its folder is one the same `train` command starts again."""
@@ -318,7 +329,7 @@ def interrupted(run, when, where=None, what="Continue"):
               f"same numpy-transformer train command again (without --resume) to start over there", file=sys.stderr)
     else:
         print(f"Interrupted {when}: {where or f'the last checkpoint in {run.directory} is kept'}. {what} with:\n"
-              f"  numpy-transformer train --out {run.directory} --resume", file=sys.stderr)
+              f"  {resume_command(run, args)}", file=sys.stderr)
     return EXIT_INTERRUPTED
 
 
@@ -328,6 +339,7 @@ def evaluate_and_write(run, args, started, result):
     from numpy_transformer.training.checkpoint import load_checkpoint
     from numpy_transformer.training.evaluation import evaluate_split
     from numpy_transformer.training.loop import format_seconds
+    from numpy_transformer.training.parallel import evaluation_threads
     from numpy_transformer.training.run import METRICS_FILE
 
     state = run.trainer.state
@@ -336,13 +348,17 @@ def evaluate_and_write(run, args, started, result):
               f"validations without a validation loss below {state.best_loss:.3f} (step {state.best_step}).")
     scored = load_checkpoint(run.directory, args.weights)
     print(scored.weights_line(args.weights))
-    evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", args.beam,
-                                args.length_penalty, args.samples, progress_bars(args.quiet))
+    with evaluation_threads(scored.model):
+        evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", args.beam,
+                                    args.length_penalty, args.samples, progress_bars(args.quiet))
     metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started, scored)
     atomic_write_text(run.directory / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     best = ", checkpoint_best.npz" if state.best_step is not None else ""
+    total = format_seconds(metrics["total_seconds"])
+    if args.resume:       # the step lines' clock counts the training before the resume too
+        total = f"{total} in this process; {format_seconds(result.train_seconds)} of training in all"
     print(f"Wrote {run.directory}/: checkpoint.npz{best} (+ model.json, training.json, data.json, tokenizers), "
-          f"log.jsonl, loss.png, {METRICS_FILE}. Total time {format_seconds(metrics['total_seconds'])}.")
+          f"log.jsonl, loss.png, {METRICS_FILE}. Total time {total}.")
     return 0
 
 

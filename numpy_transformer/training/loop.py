@@ -38,7 +38,9 @@ Ctrl-C. While `train` runs, the first Ctrl-C (or SIGTERM, what a scheduler or `k
 asks the loop to stop after the current step and save a checkpoint; a second one interrupts at
 once. A `KeyboardInterrupt` raised inside a step
 (by a callback, or the second Ctrl-C) still saves the last completed step, unless it struck
-during the parameter update itself, which would leave the weights half-updated.
+during the parameter update itself, which would leave the weights half-updated. A worker
+process of `train --threads N` that dies or stops answering (`parallel.WorkerLost`) ends the
+run the same way: the last completed step is saved, and `TrainingResult.worker_lost` says which.
 """
 import contextlib
 import dataclasses
@@ -134,7 +136,8 @@ class TrainingState:
 class TrainingResult:
     """How `Trainer.train` ended. interrupted: stopped by Ctrl-C; saved: a checkpoint of the
     final step was written; loss: the mean training loss of the last logged interval;
-    stopped_early: stopped by `early_stop`."""
+    stopped_early: stopped by `early_stop`; worker_lost: a `parallel.WorkerLost` that stopped the
+    run (a worker process died or stopped answering), or None."""
     step: int
     total_steps: int
     interrupted: bool
@@ -143,6 +146,7 @@ class TrainingResult:
     validation_loss: float
     train_seconds: float
     stopped_early: bool = False
+    worker_lost: Exception = None
 
 
 class Trainer:
@@ -206,7 +210,7 @@ class Trainer:
     def train(self, callback=None):
         """Run until `total_steps` (or Ctrl-C); save a checkpoint at the end. callback(trainer),
         if given, is called after every step. Returns a `TrainingResult`."""
-        interrupted = False
+        interrupted, lost = False, None
         self._clock = (self.state.train_seconds, time.perf_counter())   # the loop's wall time, resumes included
         with self._progress_bar() as bar, _stop_on_first_interrupt(self), self.shared_steps():
             try:
@@ -216,10 +220,12 @@ class Trainer:
                         callback(self)
             except KeyboardInterrupt:
                 interrupted = True
+            except parallel.WorkerLost as error:   # the other workers are stopped; saved below, as for Ctrl-C
+                lost = error
         interrupted = interrupted or self.stop_requested
         saved = self._phase != "update" and self._checkpoint()
         return TrainingResult(self.state.step, self.total_steps, interrupted, saved, self._last_logged_loss,
-                              self.validation_loss, self.state.train_seconds, self.stopped_early)
+                              self.validation_loss, self.state.train_seconds, self.stopped_early, lost)
 
     @contextlib.contextmanager
     def shared_steps(self):
@@ -251,7 +257,7 @@ class Trainer:
         self._phase = "step"
         try:
             loss, grad_norm = self.step_on_batch(batch)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, parallel.WorkerLost):
             if self._phase == "step":      # nothing changed yet: forget this step's dropout draws
                 for generator, saved in zip(self.generators, snapshot):
                     generator.bit_generator.state = saved
@@ -272,7 +278,7 @@ class Trainer:
         In mixed precision the loss and the optimizer are the twin's and the master weights'
         (`MixedPrecision.wrap`), and a step whose scaled gradients overflowed is skipped."""
         if self.parallel is not None:
-            return self.parallel.train_step(batch, self.optimizer, self.config.clip_norm, self._before_update)
+            return self.parallel.step_on_batch(batch, self.optimizer, self.config.clip_norm, self._before_update)
         loss_fn, optimizer = self._loss, self.optimizer
         if self.mixed is not None:
             loss_fn, optimizer = self.mixed.wrap(loss_fn, optimizer)
@@ -347,9 +353,11 @@ class Trainer:
                          "validation_perplexity": validation_perplexity})
         self._keep_if_best(self.validation_loss)
         if self.report is not None:
-            recent = np.mean(self.losses[-self.config.eval_every:])
+            recent = self.losses[-self.config.eval_every:]
+            since = f" (mean of the {len(recent)} steps since the resume)" \
+                if len(recent) < self.config.eval_every and len(recent) < self.state.step else ""
             self.report(f"step {self.state.step:>{len(str(self.total_steps))}}/{self.total_steps}  "
-                        f"loss {recent:.3f}  validation loss {self.validation_loss:.3f} "
+                        f"loss {np.mean(recent):.3f}{since}  validation loss {self.validation_loss:.3f} "
                         f"(perplexity {validation_perplexity:.2f})  lr {self.optimizer.current_lr:.2e}  "
                         f"{format_seconds(self.state.train_seconds)}")
 

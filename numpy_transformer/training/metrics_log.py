@@ -51,6 +51,21 @@ def read_log(path):
 def plot_loss_curve(records, path, title="Training"):
     """Draw the training loss (label-smoothed) and the validation loss against the step, and
     write the PNG atomically to `path`."""
+    import matplotlib.pyplot as plt
+
+    figure = loss_figure(records, title)
+    atomic_write(path, lambda file: figure.savefig(file, format="png", dpi=110))
+    plt.close(figure)
+
+
+TITLE_CHARACTERS = 90      # a line of the title at 10 points fits the 7-inch figure
+
+
+def loss_figure(records, title="Training"):
+    """The figure of `plot_loss_curve` (matplotlib's, to close after use); a long title is
+    wrapped into lines that fit the figure's width, so it is drawn whole."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -65,10 +80,9 @@ def plot_loss_curve(records, path, title="Training"):
         axes.plot(*zip(*validation), "o-", label="validation loss (cross-entropy)", markersize=3)
     axes.set_xlabel("step")
     axes.set_ylabel("loss per token (nats)")
-    axes.set_title(title, fontsize=10)
+    axes.set_title(textwrap.fill(title, TITLE_CHARACTERS), fontsize=10)
     axes.grid(alpha=0.3)
     if training or validation:
         axes.legend()
     figure.tight_layout()
-    atomic_write(path, lambda file: figure.savefig(file, format="png", dpi=110))
-    plt.close(figure)
+    return figure

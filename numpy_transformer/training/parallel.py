@@ -30,31 +30,56 @@ the matrix products dominate and BLAS's threads share them in one process, with 
 gradients (the measurements that chose the line are in docs/performance.md, "Training on more
 cores").
 
+A loaded machine. When another job takes a core, P processes that wait for each other at every
+step can be slower than one. So a step may also run "here": every shard in this process, one
+after the other, each as its worker would compute it (`shard_into`), summed in the same order:
+the same numbers, so the run stays a function of its seed and P. `Pace` measures the time per
+target token both ways (the other way for 2 steps every 100) and runs the faster.
+
+Supervision. A worker can die (`kill -9`, SIGTERM, the system's out-of-memory killer) or stop
+answering (`kill -STOP`). Every wait for a reply (or for a worker to read a long message) is a
+wait of at most 0.1 s at a time, between which this process checks the worker: a worker that has ended raises `WorkerLost` naming its
+signal or exit status at once; one that owes a reply and has used no processor time for
+`SILENT_SECONDS` (10 s of this process's waiting) is stopped or stuck, and raises `WorkerLost`
+too. A slow worker never trips it, however slow: it uses processor time while it computes.
+The other workers are then stopped; the training loop saves the last completed step
+(training/loop.py). Workers are killed by the kernel when this process dies, so none outlives it.
+
 Workers are forked, so this runs on Linux only (`available()`): on macOS the system's libraries,
 Accelerate's BLAS among them, are not safe to use in a forked process (which is why Python
 starts processes there by spawning them), and Windows cannot fork. There, and in a
 mixed-precision or plain-mode (`autograd.plain()`) run, training stays in one process with
 BLAS's threads.
 """
+import collections
 import contextlib
+import ctypes
 import dataclasses
 import math
 import mmap
 import multiprocessing
+import os
 import signal
+import statistics
 import sys
+import threading
+import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from autograd.engine_room.dropout_masks import batch_rows
-from autograd.engine_room.fused_adam import balanced_shares
+from autograd.engine_room.fused_adam import SharedUpdates, balanced_shares
 from autograd.optim import clip_grad_norm
 
 ALIGNMENT = 64          # bytes: every shared array starts on a cache line
 SPLIT_BELOW_D_MODEL = 512
+POLL_SECONDS = 0.1      # a wait for a worker's reply checks on the worker this often
+SOCKET_ROOM = 65536     # bytes a message to a worker may have without waiting for the worker to read it
+SILENT_SECONDS = 10.0   # a worker that owes a reply and uses no processor time this long is stopped or stuck
 
 
 def available():
@@ -66,6 +91,14 @@ def splits_batch(model):
     """Whether more threads should split the batch between processes (True) or go to BLAS in
     one process (False): True below d_model 512 (see the module docstring)."""
     return model.config.d_model < SPLIT_BELOW_D_MODEL
+
+
+def evaluation_threads(model):
+    """A context in which BLAS has one thread if `model` is narrow (`splits_batch`), for `train`'s
+    final evaluation: decoding multiplies a few rows at a time, too little to share between BLAS
+    threads, and on a machine where another job takes a core those threads wait for each other
+    at every product (docs/performance.md, "Training on more cores"). A wide model keeps them."""
+    return threadpool_limits(1, user_api="blas") if splits_batch(model) else contextlib.nullcontext()
 
 
 class SharedArrays:
@@ -84,6 +117,15 @@ class SharedArrays:
 
 class WorkerFailed(RuntimeError):
     """A worker process raised an error or ended."""
+
+
+class WorkerLost(WorkerFailed):
+    """A worker process ended, or stopped answering (see the module docstring, "Supervision"):
+    number, pid: which one; str(error): one sentence naming it and what happened."""
+
+    def __init__(self, number, pid, what):
+        super().__init__(f"worker process {number} (pid {pid}) {what}")
+        self.number, self.pid = number, pid
 
 
 class DataParallel:
@@ -112,6 +154,7 @@ class DataParallel:
         self.slots = [SharedArrays(specs) for _ in range(processes - 1)]
         self.generators = model.generators()
         self.connections, self.workers, self._adders = [], [], None
+        self.pace = Pace()
         context = multiprocessing.get_context("fork")
         try:
             for number, slot in enumerate(self.slots, start=1):
@@ -129,39 +172,50 @@ class DataParallel:
 
     # One step.
 
-    def train_step(self, batch, optimizer, clip_norm, before_update=None):
+    def step_on_batch(self, batch, optimizer, clip_norm, before_update=None):
         """`training.loop.train_step` with the forward and backward shared out: returns (loss,
-        gradient norm before clipping); before_update as there."""
+        gradient norm before clipping); before_update as there. The step runs shared or here
+        (`pace`), with the same numbers either way."""
+        started, here = time.perf_counter(), self.pace.here()
         self.model.train()
         optimizer.zero_grad()
-        loss = self.gradients(batch)                           # Σ_k (N_k/N) L_k and ∇ into every .grad
+        loss = self.gradients(batch, here)                     # Σ_k (N_k/N) L_k and ∇ into every .grad
         norm = clip_grad_norm(self.model.parameters(), clip_norm)
         if before_update is None or before_update(loss, norm):
-            optimizer.step()
+            with _one_thread(optimizer) if here else contextlib.nullcontext():
+                optimizer.step()
+        self.pace.took(here, time.perf_counter() - started, batch.n_tokens)
         return loss, norm
 
-    def gradients(self, batch):
+    def gradients(self, batch, here=False):
         """The loss of `batch` (a float) with its gradient in every parameter's .grad: shard 0
-        here, the others in the workers, the gradients summed in the order of the shards."""
+        here, the others in the workers (or, `here`, in this process after shard 0's), the
+        gradients summed in the order of the shards."""
         shards = self.shards(batch)
         if len(shards) == 1:                                    # too few rows with targets to share
             loss = self.objective.loss(self.model, batch, self.label_smoothing)
             loss.backward()
             return loss.item()
         states = [generator.bit_generator.state for generator in self.generators]
-        with self._failing_closes():
-            for number, shard in enumerate(shards[1:], start=1):
-                self._send(number, ("step", (shard, states)))
+        if here:
+            replies = [shard_into(self.model, self.objective, self.label_smoothing, shard, states, slot.arrays)
+                       for shard, slot in zip(shards[1:], self.slots)]
+            _set_states(self.generators, states)
             loss = shard_backward(self.model, self.objective, self.label_smoothing, shards[0])
-            replies = [self._receive(number) for number in range(1, len(shards))]
+        else:
+            with self._failing_closes():
+                for number, shard in enumerate(shards[1:], start=1):
+                    self._send(number, ("step", (shard, states)))
+                loss = shard_backward(self.model, self.objective, self.label_smoothing, shards[0])
+                replies = [self._receive(number) for number in range(1, len(shards))]
         for shard_loss, _ in replies:
             loss += shard_loss
-        self._sum(replies)
+        self._sum(replies, 1 if here else self.processes)
         return loss
 
-    def _sum(self, replies):
+    def _sum(self, replies, threads):
         """g ← g_1 + g_2 + … + g_P, parameter by parameter in the order of the shards; the
-        parameters dealt between `processes` threads (each sum is the same whichever thread
+        parameters dealt between `threads` threads (each sum is the same whichever thread
         takes it)."""
         def add(indices):
             for i in indices:
@@ -173,6 +227,9 @@ class DataParallel:
                         p.grad = slot.arrays[i].copy()
                     else:
                         p.grad += slot.arrays[i]
+        if threads == 1:
+            add(range(len(self.parameters)))
+            return
         if self._adders is None:
             self._adders = ThreadPoolExecutor(self.processes, thread_name_prefix="gradient sum")
         list(self._adders.map(add, self._shares))
@@ -193,6 +250,8 @@ class DataParallel:
         """[function(model, item, *arguments) for item in items], the items cut into contiguous
         parts, one per process (this one takes the first); function: a module-level function."""
         items = list(items)
+        if self.pace.here():
+            return [function(self.model, item, *arguments) for item in items]
         bounds = np.linspace(0, len(items), self.processes + 1).round().astype(int)
         parts = [items[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
         with self._failing_closes():
@@ -214,14 +273,30 @@ class DataParallel:
     # The workers.
 
     def _send(self, number, message):
-        try:
-            self.connections[number - 1].send(message)
-        except OSError:
+        """Send worker `number` a message; one longer than SOCKET_ROOM (which may have to wait
+        for the worker to read it) is sent by a thread while this one watches the worker."""
+        connection, data, failed = self.connections[number - 1], ForkingPickler.dumps(message), []
+
+        def send():
+            try:
+                connection.send_bytes(data)
+            except OSError as error:
+                failed.append(error)
+        if len(data) <= SOCKET_ROOM:
+            send()
+        else:
+            sender = threading.Thread(target=send, name="message to a worker", daemon=True)
+            sender.start()
+            self._wait(number, lambda: sender.join(POLL_SECONDS) or not sender.is_alive())
+        if failed:
             raise self._ended(number) from None
 
     def _receive(self, number):
+        """Worker `number`'s reply, waited for POLL_SECONDS at a time (`_wait`)."""
+        connection = self.connections[number - 1]
         try:
-            kind, value = self.connections[number - 1].recv()
+            self._wait(number, lambda: connection.poll(POLL_SECONDS))    # True also when the worker's end closed
+            kind, value = connection.recv()
         except (EOFError, OSError):
             raise self._ended(number) from None
         if kind == "error":
@@ -231,11 +306,21 @@ class DataParallel:
             raise WorkerFailed(f"worker process {number} failed: {name}: {message}\n{trace}")
         return value
 
+    def _wait(self, number, done):
+        """Call done() (which waits up to POLL_SECONDS) until it returns True; `WorkerLost` when
+        worker `number` stays silent meanwhile (the module docstring, "Supervision")."""
+        worker = self.workers[number - 1]
+        silence = _Silence(worker.pid)
+        while not done():
+            if silence.longer_than(SILENT_SECONDS):
+                worker.kill()
+                raise WorkerLost(number, worker.pid, f"{silence.state}: it has used no processor time for "
+                                                     f"{SILENT_SECONDS:g} s")
+
     def _ended(self, number):
         worker = self.workers[number - 1]
         worker.join(timeout=1)
-        return WorkerFailed(f"worker process {number} of the data-parallel step ended (exit code {worker.exitcode}); "
-                            f"run with --threads 1 to see the error in this process")
+        return WorkerLost(number, worker.pid, _ending(worker.exitcode))
 
     @contextlib.contextmanager
     def _failing_closes(self):
@@ -253,9 +338,10 @@ class DataParallel:
             with contextlib.suppress(OSError, ValueError):
                 connection.send(None)
         for worker in self.workers:
-            worker.join(timeout=5)
+            if _processor_ticks(worker.pid)[1] not in ("T", "t"):     # a stopped worker would not read None
+                worker.join(timeout=5)
             if worker.is_alive():
-                worker.terminate()
+                worker.kill()                               # SIGKILL: also ends a stopped worker
                 worker.join()
         for connection in self.connections:
             connection.close()
@@ -275,6 +361,42 @@ class DataParallel:
 
     def __exit__(self, *exception):
         self.close()
+
+
+class Pace:
+    """Whether the next step runs shared between the processes or here, every shard in this
+    process one after the other (`shard_into` either way, so the numbers are the same): the way
+    that took less time per target token over its last SAMPLES steps. The other way is tried
+    again for TRIAL_STEPS steps every TRIAL_EVERY steps, so the choice follows the machine's
+    load: with a core taken by another job, processes that wait for each other at every step
+    can be slower than one (docs/performance.md, "Training on more cores")."""
+    WARM_UP, SAMPLES, TRIAL_EVERY, TRIAL_STEPS = 2, 5, 100, 2
+
+    def __init__(self):
+        self.steps, self.choice = 0, False
+        self.seconds_per_token = {False: collections.deque(maxlen=self.SAMPLES),     # shared
+                                  True: collections.deque(maxlen=self.SAMPLES)}      # here
+
+    def here(self):
+        """Whether the next step (or validation) runs here: the faster way so far, but the other
+        one during a trial (from step 10 on, the first TRIAL_STEPS of every TRIAL_EVERY)."""
+        return self.choice != bool(self._trial())
+
+    def took(self, here, seconds, tokens):
+        """A step ran `here` (or shared) on `tokens` target tokens in `seconds`."""
+        if self.steps >= self.WARM_UP and tokens > 0:
+            self.seconds_per_token[here].append(seconds / tokens)
+        self.steps += 1
+        if self._trial() == 1:                      # a trial starts: forget the other way's older times
+            self.seconds_per_token[not self.choice].clear()
+        if not self._trial():
+            shared, here = (self.seconds_per_token[way] for way in (False, True))
+            self.choice = bool(shared and here) and statistics.median(here) < statistics.median(shared)
+
+    def _trial(self):
+        """0 outside a trial, else which step of the trial the next one is (1, 2, …)."""
+        into = (self.steps - 10) % self.TRIAL_EVERY + 1
+        return into if self.steps >= 10 and into <= self.TRIAL_STEPS else 0
 
 
 class Shard:
@@ -301,14 +423,49 @@ def shard_backward(model, objective, label_smoothing, shard):
     return loss.item()
 
 
+def shard_into(model, objective, label_smoothing, shard, states, slot):
+    """A worker's part of a step: the shard's (N_k / N) · L_k, from the dropout generators'
+    `states` at the step's start, its gradient written into `slot` (one array per parameter).
+    Returns (loss, [whether each parameter has a gradient]); every .grad is None after."""
+    parameters = [p for _, p in model.named_parameters()]
+    _set_states(model.generators(), states)
+    for p in parameters:
+        p.grad = None
+    loss = shard_backward(model, objective, label_smoothing, shard)
+    present = [p.grad is not None for p in parameters]
+    for p, grad in zip(parameters, slot):
+        if p.grad is not None:
+            np.copyto(grad, p.grad)
+            p.grad = None
+    return loss, present
+
+
+@contextlib.contextmanager
+def _one_thread(optimizer):
+    """The update of an optimizer shared between threads (`SharedUpdates`) made on one thread
+    while in the context (its result does not depend on the threads: autograd/optim.py)."""
+    if not isinstance(optimizer, SharedUpdates):
+        yield
+        return
+    kept, optimizer.threads = optimizer.threads, 1
+    try:
+        yield
+    finally:
+        optimizer.threads = kept
+
+
+def _set_states(generators, states):
+    for generator, state in zip(generators, states):
+        generator.bit_generator.state = state
+
+
 def _serve(connection, parents_end, model, objective, label_smoothing, slot):
     """A worker: answers "step", "call" and "map" messages until it reads None or its pipe closes."""
     parents_end.close()
+    _die_with(multiprocessing.parent_process().pid)
     threadpool_limits(1, user_api="blas")
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C is the main process's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    parameters = [p for _, p in model.named_parameters()]
-    generators = model.generators()
     while True:
         try:
             message = connection.recv()
@@ -320,18 +477,8 @@ def _serve(connection, parents_end, model, objective, label_smoothing, slot):
         try:
             if kind == "step":
                 shard, states = value
-                for generator, state in zip(generators, states):
-                    generator.bit_generator.state = state
                 model.train()
-                for p in parameters:
-                    p.grad = None
-                loss = shard_backward(model, objective, label_smoothing, shard)
-                present = [p.grad is not None for p in parameters]
-                for p, grad in zip(parameters, slot):
-                    if p.grad is not None:
-                        np.copyto(grad, p.grad)
-                        p.grad = None
-                reply = ("done", (loss, present))
+                reply = ("done", shard_into(model, objective, label_smoothing, shard, states, slot))
             elif kind == "call":
                 function, arguments = value
                 reply = ("done", function(model, *arguments))
@@ -344,6 +491,62 @@ def _serve(connection, parents_end, model, objective, label_smoothing, slot):
             connection.send(reply)
         except (BrokenPipeError, OSError):
             return
+
+
+class _Silence:
+    """How long a process has used no processor time, counted in the waits of this one: a wait
+    longer than twice POLL_SECONDS (this process was itself stopped, or starved of processor
+    time) counts as one of POLL_SECONDS. state: the process's state in words."""
+
+    def __init__(self, pid):
+        self.pid, self.seconds, self.state = pid, 0.0, "is silent"
+        self.ticks, self.clock = None, None                # read at the first wait (most replies need none)
+
+    def longer_than(self, seconds):
+        ticks, state = _processor_ticks(self.pid)
+        now = time.monotonic()
+        if ticks is None or ticks != self.ticks:
+            self.seconds = 0.0
+        else:
+            self.seconds += min(now - self.clock, 2 * POLL_SECONDS)
+        self.ticks, self.clock = ticks, now
+        self.state = PROCESS_STATES.get(state, "is silent")
+        return self.seconds >= seconds
+
+
+PROCESS_STATES = {"T": "is stopped (SIGSTOP, or Ctrl-Z)", "t": "is stopped by a debugger",
+                  "D": "is blocked in the kernel (waiting for the disk or for memory)"}
+
+
+def _processor_ticks(pid):
+    """(user + system processor time in clock ticks, state letter) of a process, from
+    /proc/PID/stat; (None, None) when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as file:
+            fields = file.read().rsplit(")", 1)[1].split()      # after "pid (name)"
+        return int(fields[11]) + int(fields[12]), fields[0]
+    except (OSError, IndexError, ValueError):
+        return None, None
+
+
+def _ending(exitcode):
+    """How a worker ended, from its exit code (−N: killed by signal N)."""
+    if exitcode is None:
+        return "closed its connection"
+    if exitcode < 0:
+        name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else f"signal {-exitcode}"
+        why = " (kill -9, or the system's out-of-memory killer)" if -exitcode == signal.SIGKILL else ""
+        return f"was killed by {name}{why}"
+    return f"ended with exit status {exitcode}"
+
+
+def _die_with(parent):
+    """Ask the kernel to kill this process (SIGKILL) when its parent ends (Linux's
+    PR_SET_PDEATHSIG), so that a worker never outlives the training process, stopped or not."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))     # 1: PR_SET_PDEATHSIG
+    if os.getppid() != parent:                             # the parent ended before the request
+        os._exit(1)
 
 
 def _rows(batch):

@@ -147,9 +147,23 @@ class Run:
     def plot(self):
         config = self.configs["model"]
         layers = getattr(config, "n_layers", None) or f"{config.n_encoder_layers}+{config.n_decoder_layers}"
-        title = (f"{self.data.splits.source.split(':')[0]}: {TASK_TITLES[self.objective.name]}, d_model "
-                 f"{config.d_model}, {config.n_heads} heads, {layers} layers")
+        title = (f"{_without_credit(self.data.splits.source.split(':')[0])}: {TASK_TITLES[self.objective.name]}, "
+                 f"d_model {config.d_model}, {config.n_heads} heads, {layers} layers")
         plot_loss_curve(self.log.records(), self.directory / FIGURE_FILE, title)
+
+
+def _without_credit(corpus):
+    """A corpus's description without its closing parenthesis, the source's credit ("Tatoeba
+    English–Italian, real sentences (Tatoeba (tatoeba.org), CC-BY 2.0 FR; …)" → "Tatoeba
+    English–Italian, real sentences"), for a figure's title."""
+    if not corpus.endswith(")"):
+        return corpus
+    depth = 0
+    for position in range(len(corpus) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(corpus[position], 0)
+        if depth == 0:
+            return corpus[:position].rstrip() or corpus
+    return corpus
 
 
 def _resumed_training_config(saved, changes):
