@@ -12,9 +12,9 @@ from analysis_helpers import tiny_model, tokenizers
 from numpy_transformer.analysis.capture import capture_sentence
 from numpy_transformer.analysis.studio import StudioView, studio_capture, studio_data, studio_html, write_studio_page
 from numpy_transformer.analysis.studio import page_data as studio_data_module
-from numpy_transformer.training.run import Run
-from run_helpers import run_main, tiny_configs
+from run_helpers import run_main
 from studio_helpers import heads_of, page_data, recomputed_weights
+from test_analysis_command import checkpoint  # noqa: F401  (a tiny trained translation run)
 from test_embeddings import write_sentence_folder
 from test_untrusted_hf_metadata import bert, gpt2  # noqa: F401  (fixtures)
 
@@ -28,13 +28,6 @@ def translation():
     model = tiny_model(src, tgt, max_len=12)
     capture, vectors = studio_capture(model, lambda: capture_sentence(model, src, tgt, "the cat sleeps ."))
     return model, capture, vectors, studio_data(capture, vectors, model_name="tiny")
-
-
-@pytest.fixture(scope="module")
-def run_folder(tmp_path_factory):
-    run = Run.new(tmp_path_factory.mktemp("run") / "run", *tiny_configs(training={"steps": 2}), report=None)
-    run.train()
-    return run.directory
 
 
 def test_every_head_of_every_kind_is_there_with_the_shape_of_its_tokens(translation):
@@ -165,23 +158,23 @@ def test_beyond_the_bounds_the_page_says_what_it_leaves_out(translation, monkeyp
         studio_data(capture, vectors)
 
 
-def test_the_command_writes_the_page_of_a_translation_run(run_folder, tmp_path):
+def test_the_command_writes_the_page_of_a_translation_run(checkpoint, tmp_path):
     path = tmp_path / "run.html"
-    status, out, err = run_main(["attention", "--checkpoint", run_folder, "the cat sleeps .", "--html", path])
+    status, out, err = run_main(["attention", "--checkpoint", checkpoint, "the cat sleeps .", "--html", path])
     assert status == 0, err
     assert re.match(rf"wrote {re.escape(str(path))} \(\d+\.\d\d MB, \d+ heads\)", out)
     data = page_data(path)
     assert {e["kind"] for e in data["attention"]} == set(KINDS) and "steps" in data
-    status, _, _ = run_main(["attention", "--checkpoint", run_folder, "the cat sleeps .", "--target",
+    status, _, _ = run_main(["attention", "--checkpoint", checkpoint, "the cat sleeps .", "--target",
                              "il gatto dorme .", "--html", path])
     data = page_data(path)
     assert status == 0 and data["tokens"]["target"][:2] == ["[SOS]", "il"] and "steps" not in data
 
 
-def test_the_command_refuses_a_file_it_did_not_write_before_loading(run_folder, tmp_path):
+def test_the_command_refuses_a_file_it_did_not_write_before_loading(checkpoint, tmp_path):
     path = tmp_path / "mine.html"
     path.write_text("<html>mine</html>")
-    status, _, err = run_main(["attention", "--checkpoint", run_folder, "the cat", "--html", path])
+    status, _, err = run_main(["attention", "--checkpoint", checkpoint, "the cat", "--html", path])
     assert status != 0 and "left alone" in err and path.read_text() == "<html>mine</html>"
 
 
