@@ -29,11 +29,12 @@ function keyTokens(e) { return data.tokens[e.keys]; }
 // The matrix on show: the head's weights H, or its approximation X = I_nP + Ẽ (eq. 21).
 function shown(e) { return state.approximation && e.approximation ? e.approximation.matrix : e.weights; }
 
-// White (0) to dark blue (1), as the project's heat maps.
-function colour(w) {
+// White (0) to dark blue (1), as the project's heat maps: [red, green, blue].
+function rgb(w) {
   const t = Math.max(0, Math.min(1, w));
-  return `rgb(${Math.round(255 - 224 * t)},${Math.round(255 - 177 * t)},${Math.round(255 - 115 * t)})`;
+  return [Math.round(255 - 224 * t), Math.round(255 - 177 * t), Math.round(255 - 115 * t)];
 }
+function colour(w) { return `rgb(${rgb(w).join(",")})`; }
 function fixed(x, decimals = 4) { return Number.isFinite(x) ? x.toFixed(decimals) : (x < 0 ? "−∞" : "∞"); }
 function element(tag, attributes = {}, text = "") {
   const node = document.createElement(tag);
@@ -104,15 +105,28 @@ function layout(nq, nk, room = 600) {
 // Every step-th label, so that labels never overlap.
 function labelStep(cell) { return Math.max(1, Math.ceil(11 / cell)); }
 
+// The matrix as an image of one pixel per entry (ImageData: one call, however many entries).
+function matrixImage(matrix) {
+  const canvas = element("canvas", {width: matrix[0].length, height: matrix.length});
+  const context = canvas.getContext("2d"), image = context.createImageData(canvas.width, canvas.height);
+  matrix.forEach((row, i) => row.forEach((w, j) => {
+    const at = 4 * (i * canvas.width + j), [red, green, blue] = rgb(w);
+    image.data[at] = red;
+    image.data[at + 1] = green;
+    image.data[at + 2] = blue;
+    image.data[at + 3] = 255;
+  }));
+  context.putImageData(image, 0, 0);
+  return canvas;
+}
+
 function drawMatrixOn(canvas, e, geometry, labels = true) {
   const matrix = shown(e), {cell, left, top} = geometry;
   const context = canvas.getContext("2d");
   context.fillStyle = "white";
   context.fillRect(0, 0, canvas.width, canvas.height);
-  matrix.forEach((row, i) => row.forEach((w, j) => {
-    context.fillStyle = colour(w);
-    context.fillRect(left + j * cell, top + i * cell, cell, cell);
-  }));
+  context.imageSmoothingEnabled = false;               // square cells, however large
+  context.drawImage(matrixImage(matrix), left, top, cell * matrix[0].length, cell * matrix.length);
   if (!labels) return;
   context.fillStyle = "#222";
   context.font = "11px system-ui, sans-serif";
@@ -208,12 +222,10 @@ function drawModel(view) {
   for (const layer of layers) {
     for (const head of heads) {
       const e = entry(state.kind, layer, head);
-      const n = Math.max(queryTokens(e).length, keyTokens(e).length);
-      const geometry = {cell: Math.max(1, Math.floor(72 / n)), left: 0, top: 0};
-      const size = geometry.cell * n;
-      const canvas = element("canvas", {width: geometry.cell * keyTokens(e).length,
-                                        height: geometry.cell * queryTokens(e).length});
-      drawMatrixOn(canvas, e, geometry, false);
+      const canvas = matrixImage(shown(e)), size = 72;      // one pixel per entry, shown 72 px wide
+      const n = Math.max(canvas.width, canvas.height);
+      canvas.style.width = `${Math.round(size * canvas.width / n)}px`;
+      canvas.style.height = `${Math.round(size * canvas.height / n)}px`;
       const current = layer === state.layer && head === state.head;
       const thumb = element("div", {class: "thumb" + (current ? " current" : ""), "data-layer": layer, "data-head": head,
                                     title: `layer ${layer}, head ${head}: ${e.role}`});
