@@ -3,7 +3,7 @@ Playwright opens a written page from disk with every network request blocked, an
 page's own controls and keys switches kind, layer and head, reads back the values it shows
 against the model's, opens the equation, model and replay views, exports, and takes a
 screenshot that is not blank. Skipped where Chromium or Playwright is missing (.ci/run installs
-both)."""
+both, and sets NUMPY_TRANSFORMER_REQUIRE_BROWSER, which turns the skip into a failure)."""
 import io
 import os
 import re
@@ -35,11 +35,21 @@ def written(tmp_path_factory):
     return path, capture
 
 
+def missing(reason):
+    """Skip, or fail where CI asks for the browser (NUMPY_TRANSFORMER_REQUIRE_BROWSER)."""
+    if os.environ.get("NUMPY_TRANSFORMER_REQUIRE_BROWSER"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        missing("Playwright is not installed (pip install -e '.[browser]')")
     if CHROMIUM is None:
-        pytest.skip("no Chromium found (apt-get install chromium)")
+        missing("no Chromium found (apt-get install chromium)")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield browser
