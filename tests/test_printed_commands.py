@@ -289,9 +289,10 @@ def repository_path(value):
 
 
 def written_folders(args):
-    """The folders a command writes into: --out (its default included), --figures."""
-    return {repository_path(value) for value in (getattr(args, "out", None), getattr(args, "figures", None))
-            if value is not None}
+    """The folders a command writes into: --out (its default included; `attention --html` writes a
+    page instead), --figures."""
+    out = None if getattr(args, "html", None) is not None else getattr(args, "out", None)
+    return {repository_path(value) for value in (out, getattr(args, "figures", None)) if value is not None}
 
 
 def within(path, folders):

@@ -42,7 +42,7 @@ def add_parser(commands):
                                          "translation models only)")
     add_model_cache_argument(parser)
     parser.add_argument("--out", default="runs/attention", metavar="DIR",
-                        help="folder for the figures (default runs/attention)")
+                        help="folder for the figures (default runs/attention; not written with --html)")
     parser.add_argument("--html", metavar="FILE",
                         help="write the interactive attention studio, one self-contained HTML page, instead of --out")
     parser.add_argument("--format", choices=("png", "svg"), default="png", help="figure format (default png)")
