@@ -141,6 +141,10 @@ def test_the_replay_and_head_views_and_the_export_name(page, written):
     assert page.locator("#replay-step .chosen-token").inner_text() == written[1].tgt_tokens[2]
     page.keyboard.press("3")
     assert page.locator("#heads line").count() > 0
+    with page.expect_download() as download:                    # the head view's SVG, drawn onto a canvas
+        page.click("#export-png")
+    assert download.value.suggested_filename.endswith("-heads.png")
+    assert download.value.path().read_bytes().startswith(b"\x89PNG")
     page.keyboard.press("2")
     with page.expect_download() as download:
         page.click("#export-png")
