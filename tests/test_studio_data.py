@@ -16,6 +16,7 @@ from run_helpers import run_main
 from studio_helpers import heads_of, page_data, recomputed_weights
 from test_analysis_command import checkpoint  # noqa: F401  (a tiny trained translation run)
 from test_embeddings import write_sentence_folder
+from test_language_model_training import lm_run, mlm_run  # noqa: F401  (tiny trained GPT and BERT runs)
 from test_untrusted_hf_metadata import bert, gpt2  # noqa: F401  (fixtures)
 
 KINDS = ("encoder_self", "decoder_self", "decoder_cross")
@@ -211,5 +212,21 @@ def test_the_command_writes_the_page_of_the_real_all_minilm_l6_v2(real_minilm, t
     assert data["tokens"]["text"][0] == "[CLS]" and data["tokens"]["text"][-1] == "[SEP]"
     assert sorted({(e["layer"], e["head"]) for e in data["attention"]}) == [(l, h) for l in range(6) for h in range(12)]
     assert all(e["d_k"] == 32 for e in data["attention"]) and np.all(np.array(data["masks"]["self"]) == 1)
+    for e in data["attention"]:
+        np.testing.assert_allclose(recomputed_weights(data, e), np.array(e["weights"]), atol=2e-4)
+
+
+@pytest.mark.parametrize("task", ["lm", "mlm"])
+def test_the_command_writes_the_page_of_a_language_model_run(task, lm_run, mlm_run, tmp_path):  # noqa: F811
+    """A run of `train --task lm` (GPT: causal) and `--task mlm` (BERT: bidirectional)."""
+    directory = {"lm": lm_run, "mlm": mlm_run}[task][0]
+    path = tmp_path / f"{task}.html"
+    status, _, err = run_main(["attention", "--checkpoint", directory, "the cat sleeps .", "--html", path])
+    assert status == 0, err
+    data = page_data(path)
+    assert data["task"] == "language model" and {e["kind"] for e in data["attention"]} == {"self"}
+    n = len(data["tokens"]["text"])
+    causal = np.tril(np.ones((n, n), dtype=bool))
+    assert np.array_equal(np.array(data["masks"]["self"], dtype=bool), causal if task == "lm" else ~np.zeros_like(causal))
     for e in data["attention"]:
         np.testing.assert_allclose(recomputed_weights(data, e), np.array(e["weights"]), atol=2e-4)
