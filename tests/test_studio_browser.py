@@ -131,6 +131,7 @@ def test_the_equation_view_shows_the_models_softmax_row_and_the_shapes(page, wri
     page.select_option("#kind", "decoder_self")
     page.select_option("#head", "1")
     page.click('#views button[data-view="equation"]')
+    assert page.locator("#export-png").is_disabled()             # a table of numbers: copied, not drawn
     page.select_option("#query", "2")
     n_tgt, n_k = len(capture.tgt_tokens), len(capture.tgt_tokens)
     assert f"K^(h) {n_k} × 8" in page.locator("#shapes").inner_text()
@@ -141,9 +142,16 @@ def test_the_equation_view_shows_the_models_softmax_row_and_the_shapes(page, wri
     assert page.locator("#weighted-sum").inner_text().startswith("z_2 = Σ_j a_ij v_j (1 × 8")
 
 
-def test_the_model_view_opens_a_head_and_the_approximation_shows_its_error(page):
+def test_the_model_view_exports_opens_a_head_and_the_approximation_shows_its_error(page):
+    import matplotlib.image
+
     page.keyboard.press("1")
     assert page.locator(".thumb").count() == 4                  # 2 layers × 2 heads of the encoder
+    with page.expect_download() as download:                    # the grid of thumbnails as one picture
+        page.click("#export-png")
+    assert download.value.suggested_filename.endswith("-model.png")
+    image = matplotlib.image.imread(download.value.path(), format="png")
+    assert image.shape[:2] == (2 * 96, 2 * 96) and (image[..., :3].min(axis=-1) < 0.9).any()
     page.click('.thumb[data-layer="1"][data-head="1"]')
     assert page.locator("#matrix").count() == 1 and page.locator("#layer").input_value() == "1"
     page.keyboard.press("a")

@@ -74,6 +74,9 @@ function syncControls() {
     button.classList.toggle("active", button.dataset.view === state.view);
   }
   $("views").querySelector('[data-view="replay"]').disabled = !data.steps;
+  for (const id of ["export-png", "export-svg"]) {            // the equation view is text: select and copy it
+    $(id).disabled = state.view === "equation";
+  }
 }
 
 function statusLine(e) {
@@ -364,11 +367,38 @@ function matrixSVG(e) {
   return parts.join("");
 }
 
-// SVG text of the view on show: the matrix (matrix and model views) or the drawn SVG.
+// The model view's thumbnails and labels drawn onto one canvas, in the grid's order.
+function modelCanvas() {
+  const thumbs = [...document.querySelectorAll("#model .thumb")], columns = headsOf(state.kind, state.layer).length;
+  const width = 96, height = 96, rows = Math.ceil(thumbs.length / columns);
+  const canvas = element("canvas", {width: columns * width, height: rows * height});
+  const context = canvas.getContext("2d");
+  context.fillStyle = "white";
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  context.imageSmoothingEnabled = false;
+  context.font = "11px sans-serif";
+  context.textAlign = "center";
+  thumbs.forEach((thumb, index) => {
+    const x = (index % columns) * width, y = Math.floor(index / columns) * height;
+    const image = thumb.querySelector("canvas");
+    const w = parseFloat(image.style.width), h = parseFloat(image.style.height);
+    context.drawImage(image, x + (width - w) / 2, y + 4, w, h);
+    context.fillStyle = "#222";
+    context.fillText(thumb.textContent, x + width / 2, y + 90);
+  });
+  return canvas;
+}
+
+// SVG text of the view on show: the matrix, the drawn SVG (head view, replay), or the model
+// view's grid as an embedded PNG.
 function viewSVG() {
+  if (state.view === "model") {
+    const canvas = modelCanvas();
+    return `<svg xmlns="${SVG}" width="${canvas.width}" height="${canvas.height}">` +
+           `<image href="${canvas.toDataURL("image/png")}" width="${canvas.width}" height="${canvas.height}"/></svg>`;
+  }
   const drawn = $("view").querySelector("svg");
-  if (state.view !== "matrix" && state.view !== "model" && drawn) return new XMLSerializer().serializeToString(drawn);
-  return matrixSVG(current());
+  return state.view !== "matrix" && drawn ? new XMLSerializer().serializeToString(drawn) : matrixSVG(current());
 }
 
 function exportSVG() {
@@ -376,9 +406,9 @@ function exportSVG() {
 }
 
 function exportPNG() {
-  const canvas = $("matrix");
+  const canvas = state.view === "model" ? modelCanvas() : $("matrix");
   if (canvas) { download(canvas.toDataURL("image/png"), "png"); return; }
-  const image = new Image();                  // any other view: its SVG drawn onto a canvas
+  const image = new Image();                  // the head view and the replay: their SVG drawn onto a canvas
   const svg = viewSVG();
   image.onload = () => {
     const target = element("canvas", {width: image.width, height: image.height});
