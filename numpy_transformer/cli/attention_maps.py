@@ -45,7 +45,8 @@ def add_parser(commands):
                         help="folder for the figures (default runs/attention; not written with --html)")
     parser.add_argument("--html", metavar="FILE",
                         help="write the interactive attention studio, one self-contained HTML page, instead of --out")
-    parser.add_argument("--format", choices=("png", "svg"), default="png", help="figure format (default png)")
+    parser.add_argument("--format", choices=("png", "svg"), default="png",
+                        help="figure format (default png; --html draws in the page instead)")
     parser.add_argument("--w", type=non_negative_integer, default=3, help="bandwidth of the structured approximation (default 3)")
     parser.add_argument("--num-pos", type=non_negative_integer, default=2, help="rare tokens of the approximation's Σ3 (default 2)")
     add_threads_argument(parser, "reading the sentence, and translating it when --target is not given")

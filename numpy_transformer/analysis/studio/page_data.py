@@ -62,7 +62,8 @@ def studio_data(capture, vectors=None, model_name="", approximation=(3, 2), repl
     """The page's data (the module docstring) for an `AttentionCapture` and, optionally, the
     {name: HeadVectors} of head_vectors.studio_capture. approximation: (w, num_pos) of the
     structured approximation of eq. (21), or None; replay: the greedy decoding steps of a
-    translation (only when the target is the model's own greedy translation). Parts beyond the bounds above are left out, with a note saying so."""
+    translation (only when the target is the model's own greedy translation). Parts beyond the
+    bounds above are left out, with a note saying so."""
     language_model = not (capture.src_tokens and capture.tgt_tokens)
     n_weights, n_rows = count_numbers(capture, vectors)
     if n_weights > MAX_WEIGHT_NUMBERS:
@@ -104,8 +105,8 @@ def head_entry(kind, layer, head, queries, keys, H, causal, layer_vectors, appro
     entry = {"kind": kind, "layer": layer, "head": head, "queries": queries, "keys": keys,
              "weights": rounded(H, WEIGHT_DECIMALS), "role": classify_head(H, causal)[0]}
     if layer_vectors is not None and not layer_vectors.has_bias:
-        entry.update(d_k=layer_vectors.d_k, q=rounded(layer_vectors.Q[head], VECTOR_DECIMALS),
-                     k=rounded(layer_vectors.K[head], VECTOR_DECIMALS), v=rounded(layer_vectors.V[head], VECTOR_DECIMALS))
+        rows = {"q": layer_vectors.Q, "k": layer_vectors.K, "v": layer_vectors.V}
+        entry.update(d_k=layer_vectors.d_k, **{name: rounded(M[head], VECTOR_DECIMALS) for name, M in rows.items()})
     if approximation:
         w, num_pos = approximation
         projection = project_structured(H, w, num_pos)

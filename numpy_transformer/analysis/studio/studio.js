@@ -95,7 +95,8 @@ function render() {
   $("status").textContent = statusLine(current());
   const view = $("view");
   view.replaceChildren();
-  ({model: drawModel, matrix: drawMatrix, heads: drawHeads, equation: drawEquation, replay: drawReplay})[state.view](view);
+  const draw = {model: drawModel, matrix: drawMatrix, heads: drawHeads, equation: drawEquation, replay: drawReplay};
+  draw[state.view](view);
 }
 
 // ---- matrix view: the heat map, tokens on both axes, the value under the cursor ----------------
@@ -213,7 +214,8 @@ function drawHeads(view) {
 // The largest weights of query i, as a line.
 function rowText(e, i) {
   const keys = keyTokens(e), top = e.weights[i].map((w, j) => [w, j]).sort((a, b) => b[0] - a[0]).slice(0, 3);
-  return `query ${i} “${queryTokens(e)[i]}” attends most to ` + top.map(([w, j]) => `“${keys[j]}” ${fixed(w)}`).join(", ");
+  return `query ${i} “${queryTokens(e)[i]}” attends most to ` +
+         top.map(([w, j]) => `“${keys[j]}” ${fixed(w)}`).join(", ");
 }
 
 // ---- model view: every layer × head of the kind as a thumbnail; a click opens it ---------------
@@ -230,7 +232,8 @@ function drawModel(view) {
       canvas.style.width = `${Math.round(size * canvas.width / n)}px`;
       canvas.style.height = `${Math.round(size * canvas.height / n)}px`;
       const current = layer === state.layer && head === state.head;
-      const thumb = element("div", {class: "thumb" + (current ? " current" : ""), "data-layer": layer, "data-head": head,
+      const thumb = element("div", {class: "thumb" + (current ? " current" : ""), "data-layer": layer,
+                                    "data-head": head,
                                     title: `layer ${layer}, head ${head}: ${e.role}`});
       thumb.style.minWidth = `${size}px`;
       thumb.append(canvas, element("div", {}, `L${layer} H${head} ${e.role}`));
@@ -285,7 +288,8 @@ function drawEquation(view) {
   ];
   view.append(...lines.map((line) => element("p", {class: "equation"}, line)));
   view.append(element("p", {id: "shapes"}, `shapes: Q^(h) ${n_q} × ${e.d_k}, K^(h) ${n_k} × ${e.d_k}, ` +
-    `V^(h) ${n_k} × ${e.v[0].length}, scores and weights ${n_q} × ${n_k}; d_k = ${e.d_k}, √d_k = ${fixed(Math.sqrt(e.d_k))}`));
+    `V^(h) ${n_k} × ${e.v[0].length}, scores and weights ${n_q} × ${n_k}; ` +
+    `d_k = ${e.d_k}, √d_k = ${fixed(Math.sqrt(e.d_k))}`));
   const qLine = element("div", {}, `q_${i} (query ${i} “${queryTokens(e)[i]}”) = `);
   qLine.append(vector(r.q));
   view.append(qLine);
@@ -307,7 +311,8 @@ function drawEquation(view) {
     table.append(tr);
   });
   view.append(table);
-  const zLine = element("div", {id: "weighted-sum"}, `z_${i} = Σ_j a_ij v_j  (1 × ${r.z.length}, row ${i} of head_${e.head}) = `);
+  const zLine = element("div", {id: "weighted-sum"},
+                        `z_${i} = Σ_j a_ij v_j  (1 × ${r.z.length}, row ${i} of head_${e.head}) = `);
   zLine.append(vector(r.z));
   view.append(zLine);
 }
@@ -321,7 +326,8 @@ function drawReplay(view) {
   const e = entry(kind, layer, state.head) || entry(kind, layer, 0);
   const t = Math.min(state.query, data.steps.length - 1), step = data.steps[t];
   const controls = element("p");
-  const back = element("button", {id: "step-back"}, "◀ step"), next = element("button", {id: "step-next"}, "step ▶");
+  const back = element("button", {id: "step-back"}, "◀ step");
+  const next = element("button", {id: "step-next"}, "step ▶");
   back.addEventListener("click", () => { state.query = Math.max(0, t - 1); render(); });
   next.addEventListener("click", () => { state.query = Math.min(data.steps.length - 1, t + 1); render(); });
   controls.append(back, ` step ${t + 1} of ${data.steps.length} `, next);
@@ -332,7 +338,8 @@ function drawReplay(view) {
   const svg = svgElement("svg", {width, height: rowHeight * source.length + 10, xmlns: SVG});
   source.forEach((token, j) => {
     svg.append(svgElement("text", {x: 115, y: 14 + j * rowHeight, "text-anchor": "end", class: "token"}, token));
-    svg.append(svgElement("rect", {x: 120, y: 3 + j * rowHeight, height: rowHeight - 4, width: 300 * row[j], class: "bar"}));
+    svg.append(svgElement("rect", {x: 120, y: 3 + j * rowHeight, height: rowHeight - 4, width: 300 * row[j],
+                                   class: "bar"}));
     svg.append(svgElement("text", {x: 125 + 300 * row[j], y: 14 + j * rowHeight, class: "token"}, fixed(row[j])));
   });
   view.append(svg);
@@ -357,12 +364,21 @@ function download(url, extension) {
 function matrixSVG(e) {
   const queries = queryTokens(e), keys = keyTokens(e), g = layout(queries.length, keys.length);
   const escape = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  const parts = [`<svg xmlns="${SVG}" width="${g.width}" height="${g.height}" font-family="sans-serif" font-size="11">`];
+  const parts = [`<svg xmlns="${SVG}" width="${g.width}" height="${g.height}" font-family="sans-serif" ` +
+                 `font-size="11">`];
   shown(e).forEach((row, i) => row.forEach((w, j) => parts.push(
-    `<rect x="${g.left + j * g.cell}" y="${g.top + i * g.cell}" width="${g.cell}" height="${g.cell}" fill="${colour(w)}"/>`)));
+    `<rect x="${g.left + j * g.cell}" y="${g.top + i * g.cell}" width="${g.cell}" height="${g.cell}" ` +
+    `fill="${colour(w)}"/>`)));
   const step = labelStep(g.cell);
-  queries.forEach((t, i) => { if (i % step === 0) parts.push(`<text x="${g.left - 4}" y="${g.top + (i + 0.7) * g.cell}" text-anchor="end">${escape(t)}</text>`); });
-  keys.forEach((t, j) => { if (j % step === 0) parts.push(`<text transform="translate(${g.left + (j + 0.7) * g.cell},${g.top - 4}) rotate(-90)">${escape(t)}</text>`); });
+  queries.forEach((t, i) => {
+    if (i % step === 0) {
+      parts.push(`<text x="${g.left - 4}" y="${g.top + (i + 0.7) * g.cell}" text-anchor="end">${escape(t)}</text>`);
+    }
+  });
+  keys.forEach((t, j) => {
+    const x = g.left + (j + 0.7) * g.cell;
+    if (j % step === 0) parts.push(`<text transform="translate(${x},${g.top - 4}) rotate(-90)">${escape(t)}</text>`);
+  });
   parts.push("</svg>");
   return parts.join("");
 }
