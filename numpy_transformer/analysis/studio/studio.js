@@ -281,9 +281,10 @@ function drawEquation(view) {
   const keys = keyTokens(e);
   const lines = [
     "(3), (4)  Q^(h) = X W_{h,q},  K^(h) = Z W_{h,k},  V^(h) = Z W_{h,v}",
-    "(5)  head_h = softmax( Q^(h) K^(h)ᵀ / √d_k + M ) V^(h)",
-    "(6)  softmax(s)_j = exp(s_j) / Σ_l exp(s_l)",
-    "(10)  M_ij = 0 where query i may see key j, −∞ where it may not",
+    "(5)  head_h = Attention(Q^(h), K^(h), V^(h)) = A^(h) V^(h)",
+    "(6)  A^(h) = softmax(Q^(h) K^(h)ᵀ / √d_k), row by row: a_ij = exp(s_ij) / Σ_l exp(s_il)" +
+      "   (the thesis's text divides by k; the code, as the paper, by √d_k)",
+    "(10)  masked: softmax(M + Q^(h) K^(h)ᵀ / √d_k) V^(h),  M_ij = 0 where query i may see key j, −∞ where not",
     "(7)  MultiHead = Concat(head_1, …, head_H) W_c",
   ];
   view.append(...lines.map((line) => element("p", {class: "equation"}, line)));
