@@ -492,7 +492,7 @@ def thesis_experiment(work):
 STUDIO_VIEWS = ("model", "matrix", "equation")
 STUDIO_SCREENSHOTS = tuple(f"docs/figures/chapter3/studio_{view}.png" for view in STUDIO_VIEWS)
 STUDIO_COMMAND = ('numpy-transformer attention --checkpoint runs/grammar "the cat sleeps on the sofa ." '
-                  '--html studio.html')
+                  '--html runs/grammar-studio.html')
 
 
 def studio_screenshots(page):
@@ -525,7 +525,7 @@ def attention_studio(work):
     run = work.run(STUDIO_COMMAND)
     return {"attention-studio": "\n".join([f"`{STUDIO_COMMAND}` took {duration(run.seconds)} on the machine of "
                                            f"[outputs.md](outputs.md) and printed", "", fenced(run.stdout.splitlines())]),
-            **studio_screenshots(work.folder / "studio.html")}
+            **studio_screenshots(work.folder / "runs/grammar-studio.html")}
 
 
 OUTPUTS = [
