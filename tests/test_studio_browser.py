@@ -16,7 +16,7 @@ import pytest
 
 from analysis_helpers import tiny_model, tokenizers
 from numpy_transformer.analysis.capture import capture_sentence
-from numpy_transformer.analysis.studio import studio_capture, studio_data, write_studio_page
+from numpy_transformer.analysis.studio import StudioView, studio_capture, studio_data, write_studio_page
 
 pytestmark = pytest.mark.browser
 
@@ -58,7 +58,7 @@ def browser():
 
 
 @contextlib.contextmanager
-def opened(browser, path):
+def opened(browser, path, selector="#matrix"):
     """The page at `path` open from disk; every request but the file itself is blocked and
     recorded, and so is every console error. On leaving, both lists must be empty."""
     context = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 900})
@@ -77,7 +77,7 @@ def opened(browser, path):
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(page_url)
-    page.wait_for_selector("#matrix")
+    page.wait_for_selector(selector)
     yield page
     context.close()
     assert blocked == [] and errors == []
@@ -95,6 +95,20 @@ def seconds_to_redraw(page, key):
     page.keyboard.press(key)
     page.locator("#status").inner_text()
     return time.perf_counter() - started
+
+
+def test_the_notebook_view_draws_the_page_inside_its_iframe(browser, written, tmp_path):
+    """What Jupyter shows for StudioView(data): the page in an iframe's srcdoc, drawn there."""
+    from studio_helpers import page_data
+
+    notebook = tmp_path / "notebook.html"
+    notebook.write_text(f"<!DOCTYPE html><html><body>{StudioView(page_data(written[0]))._repr_html_()}</body></html>",
+                        encoding="utf-8")
+    with opened(browser, notebook, selector="iframe") as page:
+        frame = page.frame_locator("iframe")
+        frame.locator("#matrix").wait_for()
+        frame.locator('#views button[data-view="model"]').click()
+        assert frame.locator(".thumb").count() == 4
 
 
 def readout_after_hovering(page, i, j):
