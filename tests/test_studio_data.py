@@ -232,3 +232,15 @@ def test_the_command_writes_the_page_of_a_language_model_run(task, lm_run, mlm_r
     assert np.array_equal(np.array(data["masks"]["self"], dtype=bool), expected)
     for e in data["attention"]:
         np.testing.assert_allclose(recomputed_weights(data, e), np.array(e["weights"]), atol=2e-4)
+
+
+def test_a_model_with_a_relative_bias_keeps_its_weights_and_says_the_equation_is_left_out():
+    src, tgt = tokenizers()
+    model = tiny_model(src, tgt, max_len=12, positional="relative", relative_buckets=8, relative_max_distance=16)
+    capture, vectors = studio_capture(model, lambda: capture_sentence(model, src, tgt, "the cat sleeps ."))
+    data = studio_data(capture, vectors)
+    assert all("q" not in e for e in data["attention"] if e["kind"] != "decoder_cross")
+    assert all("q" in e for e in data["attention"] if e["kind"] == "decoder_cross")     # no bias across
+    assert data["notes"] == ["equation view left out for the layers whose scores get a relative position bias "
+                             "(which the page does not carry): decoder.0.self_attn, decoder.1.self_attn, "
+                             "encoder.0.self_attn, encoder.1.self_attn"]

@@ -74,6 +74,10 @@ def studio_data(capture, vectors=None, model_name="", approximation=(3, 2), repl
         notes.append(f"equation view left out: the Q, K, V rows would be {n_rows:,} numbers (bound "
                      f"{MAX_VECTOR_NUMBERS:,}); a shorter input shows it")
         vectors = None
+    with_bias = sorted(name for name, layer in (vectors or {}).items() if layer.has_bias)
+    if with_bias:
+        notes.append(f"equation view left out for the layers whose scores get a relative position bias "
+                     f"(which the page does not carry): {', '.join(with_bias)}")
     if approximation and n_weights > MAX_APPROXIMATION_NUMBERS:
         notes.append(f"I_nP + Ẽ approximation left out: {n_weights:,} weights (bound {MAX_APPROXIMATION_NUMBERS:,})")
         approximation = None
