@@ -177,7 +177,12 @@ def test_the_replay_and_head_views_and_the_export_name(page, written):
     page.click("#step-next")
     assert page.locator("#replay-step .chosen-token").inner_text() == written[1].tgt_tokens[2]
     page.keyboard.press("3")
-    assert page.locator("#heads line").count() > 0
+    one_head = page.locator("#heads line").count()
+    page.keyboard.press("h")                                    # every head of the layer, as bertviz
+    assert one_head > 0 and page.locator("#heads line").count() > one_head
+    assert len(set(page.locator("#heads line").evaluate_all("lines => lines.map(l => l.getAttribute('stroke'))"))) == 2
+    page.click("#all-heads")
+    assert page.locator("#heads line").count() == one_head
     with page.expect_download() as download:                    # the head view's SVG, drawn onto a canvas
         page.click("#export-png")
     assert download.value.suggested_filename.endswith("-heads.png")

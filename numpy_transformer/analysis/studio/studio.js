@@ -21,7 +21,7 @@ function headsOf(kind, layer) {
   return data.attention.filter((e) => e.kind === kind && e.layer === layer).map((e) => e.head);
 }
 
-const state = {kind: kinds[0], layer: 0, head: 0, query: 0, view: "matrix", approximation: false};
+const state = {kind: kinds[0], layer: 0, head: 0, query: 0, view: "matrix", approximation: false, allHeads: false};
 
 function current() { return entry(state.kind, state.layer, state.head); }
 function queryTokens(e) { return data.tokens[e.queries]; }
@@ -181,22 +181,38 @@ function drawMatrix(view) {
 
 // ---- head view: lines from each query to the keys it attends to, weight as opacity (bertviz) ---
 
+// One colour per head (evenly spaced hues), for the head view's "every head" mode.
+function headColour(head, heads) { return `hsl(${Math.round(360 * head / heads)}, 70%, 40%)`; }
+
 function drawHeads(view) {
-  const e = current(), matrix = shown(e), queries = queryTokens(e), keys = keyTokens(e);
+  const e = current(), queries = queryTokens(e), keys = keyTokens(e);
+  const heads = headsOf(state.kind, state.layer);
+  // The heads drawn: the chosen one in blue, or (as bertviz) every head of the layer in its colour.
+  const drawn = state.allHeads ? heads.map((h) => [entry(state.kind, state.layer, h), headColour(h, heads.length)])
+                               : [[e, "#1f4e8c"]];
+  const toggle = element("label", {}, " every head of the layer, one colour each (h)");
+  const box = element("input", {type: "checkbox", id: "all-heads"});
+  box.checked = state.allHeads;
+  box.addEventListener("change", () => { state.allHeads = box.checked; render(); });
+  toggle.prepend(box);
+  view.append(element("p"));
+  view.lastChild.append(toggle);
   const row = 18, width = 420, height = row * Math.max(queries.length, keys.length) + 20;
   const svg = svgElement("svg", {id: "heads", width, height, viewBox: `0 0 ${width} ${height}`, xmlns: SVG});
   const lines = svgElement("g");
   svg.append(lines);
   const drawLines = (only) => {
     lines.replaceChildren();
-    matrix.forEach((weights, i) => {
-      if (only !== null && i !== only) return;
-      weights.forEach((w, j) => {
-        if (w < 0.01) return;                  // invisible anyway; keeps long inputs fast
-        lines.append(svgElement("line", {x1: 150, y1: 15 + i * row, x2: 270, y2: 15 + j * row, stroke: "#1f4e8c",
-                                         "stroke-width": 2, "stroke-opacity": w.toFixed(3)}));
+    for (const [head, stroke] of drawn) {
+      shown(head).forEach((weights, i) => {
+        if (only !== null && i !== only) return;
+        weights.forEach((w, j) => {
+          if (w < 0.01) return;                // invisible anyway; keeps long inputs fast
+          lines.append(svgElement("line", {x1: 150, y1: 15 + i * row, x2: 270, y2: 15 + j * row, stroke,
+                                           "stroke-width": 2, "stroke-opacity": w.toFixed(3)}));
+        });
       });
-    });
+    }
   };
   queries.forEach((t, i) => {
     const label = svgElement("text", {x: 145, y: 19 + i * row, "text-anchor": "end",
@@ -467,6 +483,7 @@ document.addEventListener("keydown", (event) => {
     q: () => { state.query = (state.query + 1) % n; },
     Q: () => { state.query = (state.query - 1 + n) % n; },
     a: () => { state.approximation = !state.approximation; },
+    h: () => { state.allHeads = !state.allHeads; },
   };
   VIEWS.forEach((view, index) => { actions[String(index + 1)] = () => { state.view = view; }; });
   if (!(event.key in actions)) return;
