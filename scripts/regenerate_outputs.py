@@ -489,6 +489,45 @@ def thesis_experiment(work):
     }
 
 
+STUDIO_VIEWS = ("model", "matrix", "equation")
+STUDIO_SCREENSHOTS = tuple(f"docs/figures/chapter3/studio_{view}.png" for view in STUDIO_VIEWS)
+STUDIO_COMMAND = ('numpy-transformer attention --checkpoint runs/grammar "the cat sleeps on the sofa ." '
+                  '--html runs/grammar-studio.html')
+
+
+def studio_screenshots(page):
+    """{path: PNG bytes}: the page in headless Chromium (Debian's, through Playwright, no request
+    allowed), on the cross-attention of layer 0, in each of STUDIO_VIEWS, with query 2 chosen."""
+    from playwright.sync_api import sync_playwright
+
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"]
+    shots = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        tab = browser.new_page(viewport={"width": 1100, "height": 700})
+        tab.route("**/*", lambda route: route.continue_() if route.request.url == page.as_uri() else route.abort())
+        tab.goto(page.as_uri())
+        tab.select_option("#kind", "decoder_cross")
+        tab.select_option("#query", "2")
+        for view, path in zip(STUDIO_VIEWS, STUDIO_SCREENSHOTS):
+            tab.click(f'#views button[data-view="{view}"]')
+            shots[path] = tab.screenshot(full_page=False)
+        browser.close()
+    return shots
+
+
+def attention_studio(work):
+    """`attention --html` on the grammar preset's model, and screenshots of its page (docs/chapter3.md).
+    (--threads 1, the default, keeps this training's time out of durations.json: the grammar-run
+    output measures the preset.)"""
+    work.run("numpy-transformer train --preset grammar --out runs/grammar --threads 1")
+    run = work.run(STUDIO_COMMAND)
+    return {"attention-studio": "\n".join([f"`{STUDIO_COMMAND}` took {duration(run.seconds)} on the machine of "
+                                           f"[outputs.md](outputs.md) and printed", "", fenced(run.stdout.splitlines())]),
+            **studio_screenshots(work.folder / "runs/grammar-studio.html")}
+
+
 OUTPUTS = [
     Output("short-run", "the short seeded run tests/test_expected_run.py compares with", 0.3, short_run,
            (str(SHORT_RUN.relative_to(REPO)),)),
@@ -514,6 +553,8 @@ OUTPUTS = [
            thesis_experiment, ("thesis-experiment-run", "thesis-experiment-roles", "thesis-experiment-alignment",
                                "thesis-experiment-validation", "thesis-experiment-substitution",
                                "thesis-experiment-ablation", *THESIS_FIGURES)),
+    Output("attention-studio", "`attention --html` on the grammar preset's model, and screenshots of the page", 1.3,
+           attention_studio, ("attention-studio", *STUDIO_SCREENSHOTS)),
 ]
 
 

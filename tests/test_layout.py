@@ -209,3 +209,17 @@ def test_no_two_modules_share_a_name():
                 names.setdefault(init.parent.name, []).append(str(init.parent.relative_to(package.parent)))
     shared = {name: places for name, places in names.items() if len(places) > 1}
     assert not shared, shared
+
+
+def test_the_attention_studio_is_a_room_of_the_lab_that_the_core_never_imports():
+    """numpy_transformer.analysis.studio (the page of `attention --html`) is lab tier: only the lab
+    and the command line import it, and its page files ship with the package."""
+    graph = module_graph()
+    studio = [name for name in graph if name.startswith("numpy_transformer.analysis.studio")]
+    assert studio and {tier_of(name)[1] for name in studio} == {"lab"}
+    importers = {name for name, imports in graph.items() if any(m.startswith("numpy_transformer.analysis.studio")
+                                                                 for m in imports)}
+    assert {tier_of(name)[1] for name in importers} <= {"lab", "command line"}, importers
+    setup = (PACKAGE.parent / "setup.cfg").read_text(encoding="utf-8")
+    assert "numpy_transformer.analysis.studio = studio.html, studio.css, studio.js" in setup
+    assert all((PACKAGE / "analysis" / "studio" / name).is_file() for name in ("studio.html", "studio.css", "studio.js"))

@@ -289,9 +289,11 @@ def repository_path(value):
 
 
 def written_folders(args):
-    """The folders a command writes into: --out (its default included), --figures."""
-    return {repository_path(value) for value in (getattr(args, "out", None), getattr(args, "figures", None))
-            if value is not None}
+    """The folders a command writes into: --out (its default included), --figures; and the page
+    `attention --html` writes instead of its --out."""
+    html = getattr(args, "html", None)
+    out = None if html is not None else getattr(args, "out", None)
+    return {repository_path(value) for value in (out, getattr(args, "figures", None), html) if value is not None}
 
 
 def within(path, folders):

@@ -3,6 +3,7 @@
     numpy-transformer attention --checkpoint runs/default "the cat sleeps on the sofa ." \
         [--target "il gatto dorme sul divano ."] [--out attention] [--format png|svg]
     numpy-transformer attention --checkpoint gpt2 "The cat sleeps on the sofa."   # any language model
+    numpy-transformer attention --checkpoint runs/default "the cat sleeps ." --html attention.html
 
 writes into --out a heat-map grid per kind of attention (encoder_self_attn, decoder_self_attn,
 decoder_cross_attn), the singular-value spectra (spectra), and every matrix with its tokens
@@ -15,6 +16,11 @@ heads, layer by layer.
 --out is written as a whole (numpy_transformer/training/output_folder.py): a fresh folder beside
 it, renamed into place. It must be missing, empty, or an earlier output of `attention`; a folder
 of other files, a run folder and "" are refused, so no file of the user's is replaced.
+
+--html FILE writes, instead of the folder, the attention studio: one self-contained page
+(numpy_transformer/analysis/studio) with the matrix, head, model, equation and replay views of
+every head, which opens from disk with no network. FILE must be new or a studio page written
+before; any other file is left alone.
 """
 import sys
 from pathlib import Path
@@ -36,8 +42,11 @@ def add_parser(commands):
                                          "translation models only)")
     add_model_cache_argument(parser)
     parser.add_argument("--out", default="runs/attention", metavar="DIR",
-                        help="folder for the figures (default runs/attention)")
-    parser.add_argument("--format", choices=("png", "svg"), default="png", help="figure format (default png)")
+                        help="folder for the figures (default runs/attention; not written with --html)")
+    parser.add_argument("--html", metavar="FILE",
+                        help="write the interactive attention studio, one self-contained HTML page, instead of --out")
+    parser.add_argument("--format", choices=("png", "svg"), default="png",
+                        help="figure format (default png; --html draws in the page instead)")
     parser.add_argument("--w", type=non_negative_integer, default=3, help="bandwidth of the structured approximation (default 3)")
     parser.add_argument("--num-pos", type=non_negative_integer, default=2, help="rare tokens of the approximation's Σ3 (default 2)")
     add_threads_argument(parser, "reading the sentence, and translating it when --target is not given")
@@ -60,8 +69,8 @@ def approximation_table(capture, w, num_pos):
     return "\n".join(lines)
 
 
-def capture_checkpoint(name, sentence, target, cache_dir=None, weights="best"):
-    """(the `AttentionCapture` of the model `name` names on the sentence, the line saying which
+def load_attention_model(name, target, cache_dir=None, weights="best"):
+    """(the model `name` names, a function sentence → its `AttentionCapture`, the line saying which
     weights, None for a Hugging Face model): a run folder, with its `weights`, or a Hugging Face
     folder or Hub name; the target only for a translation model."""
     from numpy_transformer.analysis.capture import capture_sentence, capture_text
@@ -76,13 +85,40 @@ def capture_checkpoint(name, sentence, target, cache_dir=None, weights="best"):
         checkpoint = load_checkpoint(name, weights)
         line = checkpoint.weights_line(weights)
         if checkpoint.task == "translation":
-            return capture_sentence(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, sentence,
-                                    target), line
+            return checkpoint.model, lambda sentence: capture_sentence(
+                checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, sentence, target), line
         model, tokenizer = checkpoint.model, checkpoint.tokenizers[0]
     if target is not None:
         raise ValueError(f"--target is the translation a translation model's decoder reads; {name} holds a language "
                          f"model, which reads the sentence alone")
-    return capture_text(model, tokenizer, sentence), line
+    return model, lambda sentence: capture_text(model, tokenizer, sentence), line
+
+
+def capture_checkpoint(name, sentence, target, cache_dir=None, weights="best"):
+    """(the `AttentionCapture` of the model `name` names on the sentence, the weights line):
+    `load_attention_model` applied to the sentence."""
+    _, capture, line = load_attention_model(name, target, cache_dir, weights)
+    return capture(sentence), line
+
+
+def write_studio(args, sentence, target):
+    """--html: the attention studio page of the sentence, with the numbers of the equation view."""
+    from numpy_transformer.analysis.studio import studio_capture, studio_data, write_studio_page
+    from numpy_transformer.analysis.studio.studio_page import check_page_path
+
+    check_page_path(args.html)                                 # before the model is loaded
+    model, capture, weights_line = load_attention_model(args.checkpoint, target, args.cache_dir, args.weights)
+    if weights_line is not None:
+        print(weights_line, file=sys.stderr)
+    recorded = studio_capture(model, lambda: capture(sentence))
+    data = studio_data(*recorded, model_name=args.checkpoint, approximation=(args.w, args.num_pos),
+                       replay=target is None)
+    size = write_studio_page(args.html, data)
+    for note in data["notes"]:
+        print(note)
+    print(f"wrote {args.html} ({size / 1e6:.2f} MB, {len(data['attention'])} heads): open it in a browser, "
+          f"it needs no network")
+    return 0
 
 
 def command(args):
@@ -93,6 +129,8 @@ def command(args):
     from numpy_transformer.training.output_folder import OutputFolder
 
     sentence, target = utf8_lines([args.sentence, args.target or ""], "argument")
+    if args.html is not None:
+        return write_studio(args, sentence, target or None)
     out = OutputFolder(args.out, "attention")
     out.check()                                                # before the model is loaded
     capture, weights_line = capture_checkpoint(args.checkpoint, sentence, target or None, args.cache_dir,
