@@ -80,10 +80,10 @@ def add_decoding_arguments(parser, what):
 
 TRAINING_THREADS = ("cores to train on: N processes share each step, a part of the batch each, and N threads the "
                     "optimizer's update (default 1; 2 trains the default preset 1.7 times as fast on an idle 2-core "
-                    "AMD EPYC; on a 2-core Xeon shared with other jobs and one more busy process, a step took 0.86 "
-                    "to 1.18 times as long on 2 as on 1, and the whole run no more processor time; a step runs in "
-                    "one process when that is faster, with the same numbers; a seeded run repeats itself for a "
-                    "given N, and differs from another N by rounding)")
+                    "AMD EPYC, 1.6 times on an idle 2-core Xeon; beside one busy process on that Xeon, training "
+                    "was level with 1 thread and the whole run 2-3 %% slower; a step runs in one process when "
+                    "that is faster, with the same numbers; a seeded run repeats itself for a given N, and "
+                    "differs from another N by rounding)")
 
 
 def add_threads_argument(parser, work=None, why="the matrix products of these models gain little from more"):
