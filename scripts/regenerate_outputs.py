@@ -127,8 +127,14 @@ def duration(seconds):
     return " ".join(parts + [f"{seconds} second{'s' * (seconds != 1)}"])
 
 
-def machine():
-    """The machine, the Python, NumPy and BLAS that produce the outputs, in one line."""
+def machine(environment=None):
+    """The machine, the Python, NumPy and BLAS that produce the outputs, in one line. With an
+    `environment` (--env) it is read in a child process under it, as the commands run: BLAS
+    picks its kernels when it loads (OPENBLAS_CORETYPE)."""
+    if environment:
+        read = f"import runpy; print(runpy.run_path({str(Path(__file__).resolve())!r})['machine']())"
+        return subprocess.run([sys.executable, "-c", read], env={**os.environ, **environment}, check=True,
+                              capture_output=True, text=True).stdout.strip()
     import numpy
     model = platform.processor() or platform.machine()
     try:
@@ -675,7 +681,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="regenerate-outputs-") as temporary:
         folder = options.work or Path(temporary)
         folder.mkdir(parents=True, exist_ok=True)
-        produced, record, where = {}, {}, machine()
+        produced, record, where = {}, {}, machine(environment)
         for output in chosen:
             work = Workspace(folder / output.name, environment)
             work.folder.mkdir(exist_ok=True)
