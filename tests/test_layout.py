@@ -223,3 +223,29 @@ def test_the_attention_studio_is_a_room_of_the_lab_that_the_core_never_imports()
     setup = (PACKAGE.parent / "setup.cfg").read_text(encoding="utf-8")
     assert "numpy_transformer.analysis.studio = studio.html, studio.css, studio.js" in setup
     assert all((PACKAGE / "analysis" / "studio" / name).is_file() for name in ("studio.html", "studio.css", "studio.js"))
+
+
+def engine_room_modules_imported_outside_autograd(graph):
+    """{module of the run machinery, the lab or the command line: the engine room's modules it
+    imports by file} (the core swaps in its own equation's fused form by file, as autograd does)."""
+    return {name: sorted(m for m in imports if m.startswith("autograd.engine_room."))
+            for name, imports in graph.items()
+            if tier_of(name)[1] not in ("autograd", "core") and any(m.startswith("autograd.engine_room.") for m in imports)}
+
+
+def test_above_the_core_the_engine_room_is_reached_by_its_public_names_only():
+    """The training machinery and the benchmarks use `autograd.engine_room`'s public names
+    (batch_rows, share_updates, …), never a module of the room by file; and every public name
+    resolves."""
+    import autograd.engine_room as room
+    assert engine_room_modules_imported_outside_autograd(module_graph()) == {}
+    assert all(callable(getattr(room, name)) for name in room.__all__)
+    with pytest.raises(AttributeError):
+        getattr(room, "adam_update_in_blocks")
+
+
+def test_the_wall_test_sees_an_import_by_file():
+    graph = {"numpy_transformer.training.parallel": {"autograd.engine_room.fused_adam", "autograd.optim"},
+             "numpy_transformer.training.loop": {"autograd.engine_room"}}
+    assert engine_room_modules_imported_outside_autograd(graph) == {
+        "numpy_transformer.training.parallel": ["autograd.engine_room.fused_adam"]}

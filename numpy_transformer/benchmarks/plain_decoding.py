@@ -15,7 +15,7 @@ layer norm, pre- or post-norm, tied or untied projections) and refuse the others
 import numpy as np
 from scipy.special import erf
 
-from autograd.engine_room.fused_softmax import log_softmax_array, softmax_array
+from autograd.engine_room import log_softmax_array, softmax_array
 from numpy_transformer.language_model import causal_mask_at
 
 

@@ -73,7 +73,7 @@ class NumpyTrainer:
     or "auto", what `train --threads` does (`parallel.splits_batch`: batch below d_model 512)."""
 
     def __init__(self, config, batch, seed=0, threads=1, split="auto"):
-        from autograd.engine_room.fused_adam import share_updates
+        from autograd.engine_room import share_updates
         from autograd.optim import Adam
         from numpy_transformer.language_model import DecoderOnlyTransformer
         from numpy_transformer.model import Transformer

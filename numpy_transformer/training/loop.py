@@ -52,7 +52,7 @@ import time
 
 import numpy as np
 
-from autograd.engine_room.fused_adam import share_updates
+from autograd.engine_room import share_updates
 from autograd.optim import Adam, clip_grad_norm
 from autograd.plain_mode import is_plain
 from numpy_transformer.data.batching import batch_indices

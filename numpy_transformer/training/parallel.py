@@ -9,7 +9,7 @@ the batch's rows into shards k = 1 … P with N_k tokens each:
 `DataParallel` runs P processes: this one and P − 1 workers forked from it, each with one BLAS
 thread (threadpoolctl sets it while they run). At every step each computes the forward and
 backward of one shard, rows start:stop of the batch, with the dropout masks the whole batch
-draws for those rows (`autograd.engine_room.dropout_masks.batch_rows`); the workers write their
+draws for those rows (`autograd.engine_room.batch_rows`); the workers write their
 gradients into shared memory, this process adds them to its own in the order of the shards
 (the parameters dealt between P threads), then clips and updates the weights as `train_step`
 does (training/loop.py). The weights themselves live in shared memory, so the workers read
@@ -71,8 +71,7 @@ from multiprocessing.reduction import ForkingPickler
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from autograd.engine_room.dropout_masks import batch_rows
-from autograd.engine_room.fused_adam import SharedUpdates, balanced_shares
+from autograd.engine_room import SharedUpdates, balanced_shares, batch_rows
 from autograd.optim import clip_grad_norm
 
 ALIGNMENT = 64          # bytes: every shared array starts on a cache line
