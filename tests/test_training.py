@@ -340,6 +340,27 @@ def test_resumed_train_gives_the_total_time_of_this_process_and_the_training_tim
     assert out.strip().endswith(f"Total time {total} in this process; {training} of training in all.")
 
 
+def test_metrics_give_the_final_evaluation_its_time_and_the_words_it_translated(tmp_path):
+    from run_helpers import run_main
+
+    flags = ["--out", tmp_path / "run", "--dataset", "builtin", "--tokenizer", "word", "--no-shared-vocabulary",
+             "--n-pairs", "120", "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--batch-size", "16",
+             "--max-len", "32", "--steps", "3", "--samples", "0", "--beam", "2", "--quiet"]
+    status, out, err = run_main(["train", *flags])
+    assert status == 0, err
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert 0 <= metrics["evaluation_seconds"] <= metrics["total_seconds"] - metrics["train_seconds"] + 0.1
+    from numpy_transformer.training.evaluation import evaluate_split    # the same words, counted again
+    from numpy_transformer.training.run import Run
+    from numpy_transformer.training.checkpoint import load_checkpoint
+    with Run.resume(tmp_path / "run", report=None) as run:
+        scored = load_checkpoint(run.directory, metrics["weights"])
+        evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", 2, 1.0, 0,
+                                    None)
+    words = sum(len(text.split()) for text in evaluation.greedy + evaluation.beam)
+    assert words > 0 and metrics["translated_words"] == words
+
+
 def test_the_loss_figure_draws_a_long_title_whole():
     from numpy_transformer.training.metrics_log import loss_figure
     import matplotlib.pyplot as plt

@@ -348,10 +348,12 @@ def evaluate_and_write(run, args, started, result):
               f"validations without a validation loss below {state.best_loss:.3f} (step {state.best_step}).")
     scored = load_checkpoint(run.directory, args.weights)
     print(scored.weights_line(args.weights))
+    evaluation_started = time.perf_counter()
     with evaluation_threads(scored.model):
         evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", args.beam,
                                     args.length_penalty, args.samples, progress_bars(args.quiet))
     metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started, scored)
+    metrics["evaluation_seconds"] = round(time.perf_counter() - evaluation_started, 1)
     atomic_write_text(run.directory / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     best = ", checkpoint_best.npz" if state.best_step is not None else ""
     total = format_seconds(metrics["total_seconds"])
@@ -495,7 +497,10 @@ def translation_scores(evaluation, args):
         "perplexity": evaluation.perplexity, "test_cross_entropy": evaluation.cross_entropy,
         "test_pairs": evaluation.n_pairs, "test_sources": len(evaluation.sources),
         "bleu_references": sum(map(len, evaluation.references)), "test_sources_cut": evaluation.n_cut,
-        "perplexity_pairs": evaluation.n_perplexity_pairs}
+        "perplexity_pairs": evaluation.n_perplexity_pairs,
+        # the decoding's work: the words the model wrote (greedy and beam), which two runs that
+        # differ by rounding alone can make differ by a few percent
+        "translated_words": sum(len(text.split()) for text in evaluation.greedy + (evaluation.beam or []))}
 
 
 def language_model_scores(evaluation):
