@@ -88,3 +88,37 @@ def checked_segments(name, segments, n_rows, n_segments):
         raise ValueError(f"{name}: segments[{first}] = {segments[first]} is outside [0, n_segments) = "
                          f"[0, {n_segments})")
     return segments
+
+
+def constant_array(value, dtype):
+    """A constant (a number or an array) as the array `autograd.engine.as_tensor` wraps: with a
+    floating `dtype` (the other operand's), a floating or integer constant takes it."""
+    value = np.asarray(value)
+    if dtype is not None and np.dtype(dtype).kind == "f" and value.dtype.kind in "fiub":
+        value = value.astype(dtype, copy=False)
+    return value
+
+
+def checked_op_inputs(name, inputs, tensor_type):
+    """An op's inputs as arrays (`Function.apply`; name: the op's): a Tensor's data, a constant
+    in the dtype of the first Tensor (`constant_array`). Refuses float32 mixed with float64,
+    which would silently upcast. (Plain loops: this runs for every op, and a generator costs
+    more than the whole check.)"""
+    dtype = None
+    for x in inputs:
+        if isinstance(x, tensor_type):
+            dtype = x.data.dtype
+            break
+    if dtype is None:
+        raise TypeError(f"{name}: at least one input must be a Tensor")
+    arrays = [x.data if isinstance(x, tensor_type) else constant_array(x, dtype) for x in inputs]
+    float_dtype = None
+    for array in arrays:
+        if array.dtype.kind == "f":
+            if float_dtype is None:
+                float_dtype = array.dtype
+            elif array.dtype != float_dtype:
+                floats = {str(array.dtype) for array in arrays if array.dtype.kind == "f"}
+                raise TypeError(f"{name}: inputs mix {' and '.join(sorted(floats))}; "
+                                "cast them to one dtype first (no silent upcasts)")
+    return arrays

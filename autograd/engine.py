@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from autograd.checks import checked_op_inputs, constant_array
 from autograd.plain_mode import is_plain
 
 _grad_enabled = True
@@ -52,7 +53,7 @@ class Function:
     def apply(cls, *inputs, **params):
         """The op's output, a Tensor; when an input needs a gradient, the output remembers the op
         (`creator`) and the op its inputs: the edges backward() walks."""
-        arrays = _input_arrays(cls, inputs)
+        arrays = checked_op_inputs(cls.__name__, inputs, Tensor)     # no silent float64 upcasts
         fn = cls()
         # under no_grad() no input needs a gradient: the forward can skip what only backward reads
         fn.needs_input_grad = tuple([isinstance(x, Tensor) and x.requires_grad for x in inputs]) if _grad_enabled \
@@ -78,39 +79,7 @@ def as_tensor(value, dtype=None):
     """Wrap a constant (a number or an array) as a Tensor. With a floating `dtype` (the other
     operand's) a floating or integer constant takes it, so `x * 2` or `x * np.ones(3)` keeps a
     float32 x in float32."""
-    return value if isinstance(value, Tensor) else Tensor(_constant(value, dtype))
-
-
-def _constant(value, dtype):
-    """A constant as the array `as_tensor` wraps."""
-    value = np.asarray(value)
-    if dtype is not None and np.dtype(dtype).kind == "f" and value.dtype.kind in "fiub":
-        value = value.astype(dtype, copy=False)
-    return value
-
-
-def _input_arrays(cls, inputs):
-    """An op's inputs as arrays: a Tensor's data, a constant in the dtype of the first Tensor
-    (`as_tensor`'s rule). Refuses float32 mixed with float64, which would silently upcast.
-    (Plain loops: this runs for every op, and a generator costs more than the whole check.)"""
-    dtype = None
-    for x in inputs:
-        if isinstance(x, Tensor):
-            dtype = x.data.dtype
-            break
-    if dtype is None:
-        raise TypeError(f"{cls.__name__}: at least one input must be a Tensor")
-    arrays = [x.data if isinstance(x, Tensor) else _constant(x, dtype) for x in inputs]
-    float_dtype = None
-    for array in arrays:
-        if array.dtype.kind == "f":
-            if float_dtype is None:
-                float_dtype = array.dtype
-            elif array.dtype != float_dtype:
-                floats = {str(array.dtype) for array in arrays if array.dtype.kind == "f"}
-                raise TypeError(f"{cls.__name__}: inputs mix {' and '.join(sorted(floats))}; "
-                                "cast them to one dtype first (no silent upcasts)")
-    return arrays
+    return value if isinstance(value, Tensor) else Tensor(constant_array(value, dtype))
 
 
 from autograd import ops  # noqa: E402  (the ops are Functions: they need the class above)
