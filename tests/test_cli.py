@@ -116,9 +116,13 @@ def test_train_resume_continues_and_refuses_new_settings(trained, tmp_path):
     assert_clear_error(status, err, r"cannot change d_model \(only")            # the run's own task is no change
     status, _, err = run_main(["train", "--out", directory, "--resume", "--task", "lm"])
     assert_clear_error(status, err, r"cannot change task \(only")
+    status, _, err = run_main(["train", "--out", directory, "--resume", "--preset", "grammar"])
+    assert_clear_error(status, err, r"cannot change preset \(only")       # grammar's model is not this one
     own = ["--task", "translation", "--dataset", "builtin", "--d-model", "16", "--max-len", "32", "--n-pairs", "120"]
-    status, out, err = run_main(["train", "--out", directory, "--resume", *own, "--steps", "12", "--samples", "0"])
-    assert status == 0, err
+    repeated = ["--preset", "default", "--n-heads", "2", "--d-ff", "32", "--tokenizer", "word", "--no-shared-vocabulary"]
+    status, out, err = run_main(["train", "--out", directory, "--resume", *own, *repeated, "--steps", "12",
+                                 "--samples", "0"])
+    assert status == 0, err                     # the run's own preset and flags, repeated: no change
     assert "Resuming" in out and "at step 10 of 12" in out
     assert json.loads((directory / "metrics.json").read_text())["steps"] == 12
 

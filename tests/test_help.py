@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from numpy_transformer.cli import build_parser, main
+from numpy_transformer.cli.common import DECODING_DEFAULTS
 from numpy_transformer.cli.train import DEFAULT_OUT
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.training.presets import PRESETS
@@ -30,7 +31,8 @@ DEFAULT_RUN = {"model": {**own_defaults(TransformerConfig), **DEFAULT_PRESET.mod
 # train's flags that set a field under another name
 OTHER_FIELDS = {"layers": ("model", "n_encoder_layers"), "warmup": ("training", "warmup_steps"),
                 "clip_norm": ("training", "clip_norm"), "lr": ("training", None)}
-COMMAND_DEFAULTS = {"out": DEFAULT_OUT}       # train's --out: None tells the command it was not given
+# train's --out, --beam, --length-penalty: None tells the command it was not given
+COMMAND_DEFAULTS = {"out": DEFAULT_OUT, **DECODING_DEFAULTS}
 
 
 def subcommand_parsers(parser, name="numpy-transformer"):

@@ -276,3 +276,22 @@ def test_a_language_model_exported_in_gpt2_format_generates_what_it_generated_he
     assert exported == here and len(here.splitlines()) == 2
     status, _, err = run_main(["export", "--checkpoint", mlm_run[0], "--to", "hf", tmp_path / "bert"])
     assert_clear_error(status, err, "holds a masked language model")
+
+
+@pytest.mark.parametrize("flags, named", [(["--beam", "4"], "--beam sets"),
+                                          (["--length-penalty", "0.6"], "--length-penalty sets"),
+                                          (["--beam", "2", "--length-penalty", "0"], "--beam and --length-penalty set")])
+def test_beam_flags_are_refused_for_a_language_model_not_ignored(tmp_path, flags, named):
+    """--beam and --length-penalty set the translation's beam search: with --task lm|mlm they
+    would change nothing, so the command refuses them before any data is read (a new run) or
+    before the run is touched (a resume)."""
+    for task in ("lm", "mlm"):
+        status, _, err = run_main(["train", "--task", task, *TINY_LM, "--out", tmp_path / task, *flags])
+        assert_clear_error(status, err, f"{named} the beam search of a translation model's final evaluation; "
+                                        f"a --task {task} run is scored without one", tmp_path / task)
+    status, _, err = run_main(["train", "--task", "lm", *TINY_LM, "--out", tmp_path / "run", "--steps", "5"])
+    assert status == 0, err
+    saved = {path.name: path.read_bytes() for path in (tmp_path / "run").iterdir() if path.is_file()}
+    status, _, err = run_main(["train", "--out", tmp_path / "run", "--resume", "--steps", "8", *flags])
+    assert_clear_error(status, err, "a --task lm run is scored without one")
+    assert {path.name: path.read_bytes() for path in (tmp_path / "run").iterdir() if path.is_file()} == saved

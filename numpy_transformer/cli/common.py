@@ -70,10 +70,14 @@ def json_object(text):
     return value
 
 
+DECODING_DEFAULTS = {"beam": 4, "length_penalty": 1.0}
+
+
 def add_decoding_arguments(parser, what):
-    parser.add_argument("--beam", type=positive_integer, default=4, metavar="N",
-                        help=f"beam size of {what} (default 4; 1: greedy only)")
-    parser.add_argument("--length-penalty", type=non_negative_number, default=1.0, metavar="ALPHA",
+    parser.add_argument("--beam", type=positive_integer, default=DECODING_DEFAULTS["beam"], metavar="N",
+                        help=f"beam size of {what} (default {DECODING_DEFAULTS['beam']}; 1: greedy only)")
+    parser.add_argument("--length-penalty", type=non_negative_number, default=DECODING_DEFAULTS["length_penalty"],
+                        metavar="ALPHA",
                         help="α ≥ 0: beam search ranks by log P(y) / |y|^α (default 1: the mean log-probability "
                              "per token; 0: the raw log-probability)")
 

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from numpy_transformer.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, add_dataset_cache_argument, \
+from numpy_transformer.cli.common import DECODING_DEFAULTS, EXIT_ERROR, EXIT_INTERRUPTED, add_dataset_cache_argument, \
     add_decoding_arguments, add_quiet_argument, add_threads_argument, add_weights_argument, json_object, \
     non_negative_integer, on_terminal, progress_bars
 from numpy_transformer.training.presets import PRESETS, TASK_PRESETS, measured_duration
@@ -217,6 +217,7 @@ def add_parser(commands):
     special.add_argument("--clip-norm", type=float,
                          help=with_default("largest gradient norm; 0 turns clipping off", training["clip_norm"]))
     add_decoding_arguments(train, "the final evaluation on the test split")
+    train.set_defaults(beam=None, length_penalty=None)      # given or not: decoding_settings
     train.add_argument("--samples", type=non_negative_integer, default=4, help="test translations to print (default 4)")
     add_dataset_cache_argument(train, "--dataset")
     add_threads_argument(train)
@@ -273,6 +274,7 @@ def train_command(args):
             settings = resolve(args.preset, model, training, data)
         except ValueError as error:
             raise ValueError(named_by_flag(str(error), args.layers is not None)) from None
+        decoding_settings(args, settings[2].task)
         try:
             run = Run.new(args.out, *settings, overwrite=args.overwrite, **options)
         except RunFolderError as error:
@@ -415,19 +417,50 @@ def resume_run(args, model, training, data, options):
     """The run in --out, continued. Only how long it runs and how often it reports may change."""
     from numpy_transformer.training.run import RESUMABLE_FIELDS, Run
 
-    changed = changed_settings(args.out, model, data) + (["preset"] if args.preset else [])
+    changed = changed_settings(args.out, model, data, args.preset)
     if changed:
         raise ValueError(f"--resume continues the saved run with its own settings; cannot change "
                          f"{', '.join(changed)} (only {', '.join(RESUMABLE_FIELDS)} may change)")
+    decoding_settings(args, saved_task(args.out))
     run = Run.resume(args.out, training, **options)
     print(f"Resuming {run.directory} at step {run.trainer.state.step} of {run.trainer.total_steps}.")
     return run
 
 
-def changed_settings(directory, model, data):
+def decoding_settings(args, task):
+    """--beam and --length-penalty, given or their defaults, for a run of `task`: they set the
+    beam search of a translation model's final evaluation, so either one given for a language
+    model's run (which has none) is a ValueError rather than silently ignored."""
+    given = [f"--{name.replace('_', '-')}" for name in DECODING_DEFAULTS if getattr(args, name) is not None]
+    if given and task not in (None, "translation"):
+        raise ValueError(f"{' and '.join(given)} set{'s' if len(given) == 1 else ''} the beam search of a translation "
+                         f"model's final evaluation; a --task {task} run is scored without one: leave "
+                         f"{'it' if len(given) == 1 else 'them'} out")
+    for name, default in DECODING_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+
+
+def saved_task(directory):
+    """The task of the run saved in `directory`; None when its data.json cannot be read (Run.resume
+    then names the file)."""
+    from pathlib import Path
+
+    from numpy_transformer.training.checkpoint import CONFIG_FILES
+    from numpy_transformer.training.settings import DataConfig
+
+    try:
+        return DataConfig.load(Path(directory) / CONFIG_FILES["data"]).task
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def changed_settings(directory, model, data, preset=None):
     """The model and data settings given with --resume (flags: {field: value}) whose values are
-    not the run's own: repeating the run's `--task lm` or `--dataset pairs.tsv` changes nothing.
-    A folder whose configurations cannot be read: none (Run.resume names the file)."""
+    not the run's own: repeating the run's `--task lm` or `--dataset pairs.tsv` changes nothing,
+    nor does repeating its --preset (["preset"] when that preset, with the flags given, would
+    set another model or data setting). A folder whose configurations cannot be read: none
+    (Run.resume names the file)."""
     from pathlib import Path
 
     from numpy_transformer.config import TransformerConfig
@@ -445,8 +478,20 @@ def changed_settings(directory, model, data):
         own = getattr(config, name, absent)
         return own == value or (isinstance(own, str) and isinstance(value, str) and own == str(Path(value).resolve()))
 
-    return [name for kind, given in (("model", model), ("data", data)) for name, value in given.items()
-            if not same(saved[kind], name, value)]
+    changed = [name for kind, given in (("model", model), ("data", data)) for name, value in given.items()
+               if not same(saved[kind], name, value)]
+    if preset is not None and not changed:
+        import dataclasses
+        from numpy_transformer.training.settings import resolve
+
+        fields, _, data_config = resolve(preset, model, None, data)
+        derived = ("src_vocab_size", "tgt_vocab_size", "vocab_size", "pad_id", "max_len",    # from the data
+                   "fingerprint")                                                       # of the corpus read
+        if not (all(same(saved["model"], name, value) for name, value in fields.items() if name not in derived)
+                and all(same(saved["data"], name, value) for name, value in dataclasses.asdict(data_config).items()
+                        if name not in derived)):
+            changed.append("preset")
+    return changed
 
 
 MODEL_KINDS = {"translation": "encoder-decoder", "lm": "decoder-only (causal)", "mlm": "encoder-only (masked LM)"}
