@@ -430,8 +430,10 @@ def resume_run(args, model, training, data, options):
 def decoding_settings(args, task):
     """--beam and --length-penalty, given or their defaults, for a run of `task`: they set the
     beam search of a translation model's final evaluation, so either one given for a language
-    model's run (which has none) is a ValueError rather than silently ignored."""
-    given = [f"--{name.replace('_', '-')}" for name in DECODING_DEFAULTS if getattr(args, name) is not None]
+    model's run (which has none) is a ValueError rather than silently ignored (`--beam 1`, no
+    beam search, asks for what such a run does)."""
+    given = [f"--{name.replace('_', '-')}" for name in DECODING_DEFAULTS
+             if getattr(args, name) is not None and not (name == "beam" and args.beam == 1)]
     if given and task not in (None, "translation"):
         raise ValueError(f"{' and '.join(given)} set{'s' if len(given) == 1 else ''} the beam search of a translation "
                          f"model's final evaluation; a --task {task} run is scored without one: leave "
