@@ -313,7 +313,12 @@ def train_and_evaluate(run, args, started):
 
 
 def resume_command(run, args):
-    """The command that continues `run`: the same --threads N continues it exactly."""
+    """The command that continues `run`: the same --threads N (or mpiexec -n P) continues it
+    exactly."""
+    from numpy_transformer.training import mpi
+
+    if mpi.world() is not None:
+        return f"mpiexec -n {args.threads} numpy-transformer train --out {run.directory} --resume"
     return f"numpy-transformer train --out {run.directory} --resume" + \
         (f" --threads {args.threads}" if args.threads > 1 else "")
 
@@ -419,7 +424,21 @@ def resume_run(args, model, training, data, options):
                          f"{', '.join(changed)} (only {', '.join(RESUMABLE_FIELDS)} may change)")
     run = Run.resume(args.out, training, **options)
     print(f"Resuming {run.directory} at step {run.trainer.state.step} of {run.trainer.total_steps}.")
+    note = processes_note(run.trainer.state.processes, run.trainer.sharing(), run.trainer.state.step)
+    if note:
+        print(note)
     return run
+
+
+def processes_note(before, now, step):
+    """A line for a run resumed on another number of processes than it ran on (None if the
+    same, or unknown): a run is a function of its seed and of that number (training/parallel.py)."""
+    if before is None or before == now:
+        return None
+    return (f"Note: the run shared its steps between {before} process{'es' if before > 1 else ''} and continues on "
+            f"{now}: from step {step + 1} on each batch is cut into {now} part{'s' if now > 1 else ''} and the "
+            f"gradients summed in another order, so the weights follow a run on {now} (equal up to rounding, not "
+            f"bit for bit, to continuing on {before})")
 
 
 def changed_settings(directory, model, data):

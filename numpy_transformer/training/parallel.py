@@ -120,11 +120,13 @@ class WorkerFailed(RuntimeError):
 
 class WorkerLost(WorkerFailed):
     """A worker process ended, or stopped answering (see the module docstring, "Supervision"):
-    number, pid: which one; str(error): one sentence naming it and what happened."""
+    number, pid (and host, for an MPI rank): which one; str(error): one sentence naming it and
+    what happened."""
 
-    def __init__(self, number, pid, what):
-        super().__init__(f"worker process {number} (pid {pid}) {what}")
-        self.number, self.pid = number, pid
+    def __init__(self, number, pid, what, host=None):
+        where = f"worker process {number} (pid {pid})" if host is None else f"MPI rank {number} on {host} (pid {pid})"
+        super().__init__(f"{where} {what}")
+        self.number, self.pid, self.host = number, pid, host
 
 
 class DataParallel:
@@ -279,8 +281,8 @@ class DataParallel:
         kind, value = self.transport.receive(number)
         if kind == "error":
             name, message, trace = value
-            if name == "MemoryError":
-                raise MemoryError(message)
+            if name == "MemoryError":                      # the step is not done: the last one is saved
+                raise self.transport.lost(number, f"ran out of memory (MemoryError{': ' + message if message else ''})")
             raise WorkerFailed(f"{self.transport.name(number)} failed: {name}: {message}\n{trace}")
         return value
 
@@ -324,7 +326,7 @@ class ForkTransport:
     The interface of a transport (training/mpi.py has the other, `MpiTransport`):
     send(number, message), receive(number) → ("done", value) or ("error", (name, message,
     trace)) with a step's gradients in slot number − 1, updated() after every update of the
-    weights, name(number), close(); paced: whether a step may run here instead (`Pace`)."""
+    weights, name(number), lost(number, what) → a `WorkerLost`, close(); paced: whether a step may run here instead (`Pace`)."""
     paced = True
 
     def __init__(self, model, objective, label_smoothing, weights, slots):
@@ -345,6 +347,10 @@ class ForkTransport:
 
     def name(self, number):
         return f"worker process {number}"
+
+    def lost(self, number, what):
+        """The `WorkerLost` error of worker `number`, saying `what` happened."""
+        return WorkerLost(number, self.workers[number - 1].pid, what)
 
     def send(self, number, message):
         """Send worker `number` a message; one longer than SOCKET_ROOM (which may have to wait
