@@ -156,6 +156,7 @@ class MpiTransport:
             raise ValueError(f"{len(slots) + 1} processes asked for, but mpiexec started {self.comm.size}")
         self.weights, self.slots = weights, slots
         self.stale = False              # the workers hold older weights than rank 0
+        self.closed = False
         self.owed = set()               # the workers that owe a reply
         self.silent = set()     # the workers found silent (`finish` aborts the job)
         self.processor = [None] * self.comm.size
@@ -232,7 +233,10 @@ class MpiTransport:
 
     def close(self):
         """End the workers' session: a worker that owes a reply is heard first (its reply
-        dropped); a lost one is left for `finish`, which then aborts the job."""
+        dropped); a lost one is left for `finish`, which then aborts the job. Once only."""
+        if self.closed:
+            return
+        self.closed = True
         for number in sorted(self.owed - self.silent):
             try:
                 kind, value = self.receive(number)
@@ -314,16 +318,17 @@ def _report_processor_time(comm, session, end):
 
 
 def abort(comm, status):
-    """End every rank now (MPI_Abort), the output flushed first."""
+    """Leave rank 0 now with exit status `status`, the output flushed first, without ending MPI
+    in order: mpiexec then kills the other ranks, a stopped one included, and exits with this
+    status (MPI_Abort would do the same, with a line of its own on standard error)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    comm.Abort(status)
+    os._exit(status)
 
 
 def finish(comm, status):
     """End an MPI run on rank 0 with exit status `status`: the workers are told to end, or, when
-    one was lost (it may be stopped or stuck in a message), the job is aborted (every rank
-    killed by mpiexec)."""
+    one was lost (it may be stopped or stuck in a message), `abort`."""
     if not _clean:
         abort(comm, status or 1)
     for number in range(1, comm.size):
