@@ -200,13 +200,13 @@ class MpiTransport:
         return reply[:2]
 
     def _wait(self, numbers, request):
-        """Wait for a request to complete, testing it with growing pauses (50 µs to 10 ms), and
+        """Wait for a request to complete, testing it with growing pauses (10 µs to 1 ms), and
         reading the reports of their processor time of the ranks `numbers` meanwhile: `WorkerLost`
         for one that reports no change for SILENT_SECONDS of this waiting."""
         from numpy_transformer.training import parallel
 
         numbers = list(numbers)
-        pause, silent, clock = 5e-5, dict.fromkeys(numbers, 0.0), time.monotonic()
+        pause, silent, clock = 1e-5, dict.fromkeys(numbers, 0.0), time.monotonic()
         while True:
             done, value = request.test()
             if done:
@@ -220,7 +220,7 @@ class MpiTransport:
                     raise self.lost(number, f"has used no processor time for {parallel.SILENT_SECONDS:g} s "
                                             f"(stopped, or its host is unreachable)")
             time.sleep(pause)
-            pause = min(2 * pause, 0.01)
+            pause = min(2 * pause, 0.001)
 
     def _alive(self, number):
         """Whether rank `number` reported a processor time other than the last one it reported."""
