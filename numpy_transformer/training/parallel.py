@@ -1,4 +1,5 @@
-"""Data parallelism: one training step shared by P processes (`train --threads P`).
+"""Data parallelism: one training step shared by P processes (`train --threads P`, or
+`mpiexec -n P numpy-transformer train`).
 
 A step's loss is the mean over the batch's N target tokens, so it splits over any partition of
 the batch's rows into shards k = 1 … P with N_k tokens each:
@@ -22,6 +23,13 @@ What this gives:
 - a run that is a function of its seed and its number of processes: the shards and the order
   of the sums depend on nothing else, so a resumed run equals the uninterrupted one;
 - none of this in the layers: a worker runs the model's own forward and backward.
+
+Two transports carry the messages, behind one small interface (`ForkTransport`'s docstring):
+`ForkTransport`, the workers forked on this machine with the weights and the gradients in
+shared memory (what is described here), and `training.mpi.MpiTransport`, the workers as MPI
+ranks on any hosts, the gradients sent to this process and the updated weights broadcast to
+them (training/mpi.py). The sharing (`shards`, `shard_into`, the ordered `_sum`, the update)
+is the same code for both, so they give the same weights bit for bit.
 
 When it pays (`splits_batch`): for models narrower than d_model 512. There elementwise work
 and Python's overhead per op take much of a step, which BLAS's threads do not share, and the
