@@ -192,7 +192,7 @@ class MpiTransport:
     def receive(self, number):
         """Rank `number`'s reply; a step's gradients land in its slot (the reply then has a
         third item, True)."""
-        reply = self._wait([number], self.comm.irecv(source=number, tag=REPLY))
+        reply = self._wait([number], _Arrival(self.comm, number, REPLY))
         self.owed.discard(number)
         if len(reply) == 3:
             self._wait([number], self.comm.Irecv([self.slots[number - 1].memory, _byte()], source=number,
@@ -200,27 +200,20 @@ class MpiTransport:
         return reply[:2]
 
     def _wait(self, numbers, request):
-        """Wait for a request to complete, testing it with growing pauses (10 µs to 1 ms), and
-        reading the reports of their processor time of the ranks `numbers` meanwhile: `WorkerLost`
-        for one that reports no change for SILENT_SECONDS of this waiting."""
+        """`poll` a request, reading the reports of their processor time of the ranks `numbers`
+        meanwhile: `WorkerLost` for one that reports no change for SILENT_SECONDS of this waiting."""
         from numpy_transformer.training import parallel
 
-        numbers = list(numbers)
-        pause, silent, clock = 1e-5, dict.fromkeys(numbers, 0.0), time.monotonic()
-        while True:
-            done, value = request.test()
-            if done:
-                return value
-            now = time.monotonic()
-            waited, clock = min(now - clock, 2 * parallel.POLL_SECONDS), now
+        numbers, silent = list(numbers), dict.fromkeys(numbers, 0.0)
+
+        def check(waited):
             for number in numbers:
                 silent[number] = 0.0 if self._alive(number) else silent[number] + waited
                 if silent[number] >= parallel.SILENT_SECONDS:
                     self.silent.add(number)
                     raise self.lost(number, f"has used no processor time for {parallel.SILENT_SECONDS:g} s "
                                             f"(stopped, or its host is unreachable)")
-            time.sleep(pause)
-            pause = min(2 * pause, 0.001)
+        return poll(request, check)
 
     def _alive(self, number):
         """Whether rank `number` reported a processor time other than the last one it reported."""
@@ -255,6 +248,36 @@ class MpiTransport:
 _clean = True           # no worker was lost: `finish` may end the job in order
 
 
+def poll(request, between=None):
+    """Wait for an MPI request (anything with test() → (done, value)) to complete: its value.
+    The request is tested with pauses that grow from 10 µs to 1 ms, and between(seconds waited
+    since the last call) is called at each: a waiting process sleeps instead of spinning (MPI's
+    own waits spin, which on a machine with other work takes a core from it)."""
+    pause, clock = 1e-5, time.monotonic()
+    while True:
+        done, value = request.test()
+        if done:
+            return value
+        if between is not None:
+            now = time.monotonic()
+            between(min(now - clock, 0.2))
+            clock = now
+        time.sleep(pause)
+        pause = min(2 * pause, 0.001)
+
+
+class _Arrival:
+    """A pickled message from `source` with `tag`, of any size, as a request: test() → (done,
+    the message)."""
+
+    def __init__(self, comm, source, tag):
+        self.comm, self.source, self.tag = comm, source, tag
+
+    def test(self):
+        message = self.comm.improbe(source=self.source, tag=self.tag)
+        return (False, None) if message is None else (True, message.recv())
+
+
 def _byte():
     from mpi4py import MPI
 
@@ -273,7 +296,7 @@ def serve(comm):
                                 name="processor time to rank 0")
     reporter.start()
     while True:
-        message = comm.recv(source=0, tag=MESSAGE)
+        message = poll(_Arrival(comm, 0, MESSAGE))
         if message == ("end", None):
             end.set()
             reporter.join()
@@ -296,17 +319,17 @@ def _serve_session(comm, model, objective, label_smoothing):
         np.copyto(array, p.data)
         p.data = array
     while True:
-        message = comm.recv(source=0, tag=MESSAGE)
+        message = poll(_Arrival(comm, 0, MESSAGE))
         if message is None:
             return
         if message[0] == "weights":
-            comm.Ibcast([weights.memory, _byte()], root=0).Wait()    # matches rank 0's Ibcast
+            poll(comm.Ibcast([weights.memory, _byte()], root=0))     # matches rank 0's Ibcast
             continue
         reply = parallel.answer(model, objective, label_smoothing, slot.arrays, message)
         gradients = message[0] == "step" and reply[0] == "done"
-        comm.send(reply + (True,) if gradients else reply, dest=0, tag=REPLY)
+        poll(comm.isend(reply + (True,) if gradients else reply, dest=0, tag=REPLY))
         if gradients:
-            comm.Send([slot.memory, _byte()], dest=0, tag=GRADIENTS)
+            poll(comm.Isend([slot.memory, _byte()], dest=0, tag=GRADIENTS))
 
 
 def _report_processor_time(comm, session, end):
