@@ -121,6 +121,22 @@ def test_a_resume_on_another_number_of_processes_says_what_changes():
         "rounding, not bit for bit, to continuing on 2)")
 
 
+def test_under_mpiexec_a_mixed_precision_run_is_refused_and_every_width_shares_its_steps(tmp_path, monkeypatch):
+    from numpy_transformer.training.run import Run
+    from run_helpers import tiny_configs
+
+    monkeypatch.setattr(mpi, "_world", object())                # as if mpiexec had started 2 ranks
+    wide = Run.new(tmp_path / "wide", *tiny_configs({"d_model": 512, "n_heads": 2, "d_ff": 64}), threads=2,
+                   report=None)
+    assert wide.trainer.sharing() == 2                          # --threads 2 would give BLAS the threads
+    mixed = Run.new(tmp_path / "mixed", *tiny_configs(training={"precision": "mixed"}), threads=2, report=None)
+    with pytest.raises(ValueError, match="mixed-precision or plain-mode run trains in one process: start it "
+                                         "without mpiexec"):
+        mixed.trainer.sharing()
+    monkeypatch.setattr(mpi, "_world", None)
+    assert wide.trainer.sharing() == 1
+
+
 # Under mpiexec.
 
 @under_mpiexec
@@ -133,7 +149,8 @@ def test_mpiexec_2_gives_the_weights_and_log_of_threads_2_bit_for_bit(tmp_path, 
     assert status == 0, err
     status, out, err, _ = finished(process)
     assert status == 0 and err == "", err
-    assert "Wrote " in out
+    assert "Wrote " in out and re.search(r"^processes: 2 MPI ranks \(\S+ ×2\), each step shared between them as "
+                                         r"by --threads 2; rank 0 \(this one\) reads, writes and prints$", out, re.M)
     under_mpi, threads = load_checkpoint(tmp_path / "mpi"), load_checkpoint(tmp_path / "threads")
     assert under_mpi.step == threads.step == 7 and under_mpi.state["processes"] == 2
     assert_same_weights(weights(under_mpi.model), weights(threads.model))

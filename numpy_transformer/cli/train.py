@@ -290,7 +290,7 @@ def train_and_evaluate(run, args, started):
     from numpy_transformer.training.evaluation import print_warnings
     from numpy_transformer.training.run import METRICS_FILE
 
-    print("\n".join(run.data.summary + [model_line(run), training_line(run)]))
+    print("\n".join(run.data.summary + [model_line(run), training_line(run)] + ranks_line(run)))
     print_warnings(run.data)
     try:
         result = run.train()
@@ -490,6 +490,20 @@ def training_line(run):
             f"eps {config.eps:g}, {rate}, label smoothing "
             f"{config.label_smoothing}, clip {config.clip_norm}, seed {config.seed}"
             f"{', mixed precision' if config.precision == 'mixed' else ''} -> {run.directory}")
+
+
+def ranks_line(run):
+    """Under mpiexec, [a line naming the ranks and their hosts]; else []."""
+    from collections import Counter
+
+    from numpy_transformer.training import mpi
+
+    if mpi.world() is None:
+        return []
+    hosts = Counter(host for host, _ in mpi.hosts())
+    where = ", ".join(f"{host} ×{count}" for host, count in hosts.items())
+    return [f"processes: {sum(hosts.values())} MPI ranks ({where}), each step shared between them as by --threads "
+            f"{sum(hosts.values())}; rank 0 (this one) reads, writes and prints"]
 
 
 def run_metrics(run, result, evaluation, args, total_seconds, scored):
