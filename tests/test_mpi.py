@@ -249,3 +249,38 @@ def test_ranks_started_with_other_arguments_are_refused_in_one_line(tmp_path):
 def _needs_two_cores():
     if (os.cpu_count() or 1) < 2:
         pytest.skip("two MPI ranks need two processors")
+
+
+# bench scaling --mpi: the model, and the command.
+
+def test_the_mpi_model_adds_the_gather_at_rank_0_and_the_broadcast_tree_to_the_step():
+    from numpy_transformer.benchmarks.mpi_scaling import predicted_step
+
+    parts = {"rows": [64, 32, 16, 8, 4, 2, 1], "fb": [0.064, 0.032, 0.016, 0.008, 0.004, 0.002, 0.001],
+             "update": 0.008, "clip": 0.002, "sum_pass": 0.001}
+    free = {"gradient_bytes": 0, "message_bytes": 0}
+    for processes in (2, 4, 8):                       # a free network on 8 cores: Amdahl's law plus the sum
+        assert predicted_step(parts, free, processes, 0.0, 1.0, cores=8) == pytest.approx(
+            0.064 / processes + 0.002 + 0.008 / processes + 0.001 * (processes - 1) / processes)
+    network = {"gradient_bytes": 4_000_000, "message_bytes": 10_000}
+    # 64 ranks on 1.25 GB/s (10 Gbit/s), 50 µs, rank 0 with 2 cores: 63 gathers, 6 broadcast rounds
+    expected = (0.001 + 63 * (2 * 50e-6 + 4_010_000 / 1.25e9) + 6 * (50e-6 + 4_000_000 / 1.25e9)
+                + 0.001 * 63 / 2 + 0.002 + 0.008 / 2)
+    assert predicted_step(parts, network, 64, 50e-6, 1.25e9, cores=2) == pytest.approx(expected)
+    assert predicted_step(parts, network, 128, 50e-6, 1.25e9, cores=2) is None      # more ranks than rows
+
+
+@under_mpiexec
+@pytest.mark.usefixtures("_needs_two_cores")
+def test_bench_scaling_mpi_measures_the_transport_and_predicts_a_cluster():
+    import json
+
+    result = subprocess.run([sys.executable, "-m", "numpy_transformer.cli", "bench", "scaling", "--mpi", "--configs",
+                             "tiny", "--steps", "2", "--repeats", "2", "--bandwidth", "1", "--latency", "100",
+                             "--quiet", "--json"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    (measured,) = json.loads(result.stdout.strip().splitlines()[-1])
+    assert measured["gradient_bytes"] == 4 * measured["parameters"] and measured["message_bytes"] > 0
+    assert measured["latency_us"] > 0 and measured["transfer_ms"] > 0 and measured["mpi_2_ms"] > 0
+    assert measured["predicted_ms"]["4"] > 0 and measured["predicted_ms"]["8"] is None      # 4 rows
+    assert "a cluster at 1 Gbit/s and 100 µs:" in result.stdout and "8 ranks: more ranks than rows" in result.stdout
