@@ -218,19 +218,28 @@ def test_a_rank_killed_by_a_signal_ends_every_rank_and_the_last_checkpoint_is_ke
 
 @under_mpiexec
 @pytest.mark.usefixtures("_needs_two_cores")
-def test_ctrl_c_on_mpiexec_ends_as_ctrl_c_on_train(tmp_path):
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_on_mpiexec_ends_as_on_train(tmp_path, signal_number):
     folder = tmp_path / "run"
     process = mpiexec(["train", *TINY, *TASKS["translation"], "--steps", "100000", "--out", folder])
     deadline = time.monotonic() + 60
     while not (folder / "log.jsonl").exists():
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signal_number)                # mpiexec passes it to every rank
     status, _, err, seconds = finished(process)
     step = load_checkpoint(folder).step
     assert status == 130 and step > 0, err
     assert err == (f"Interrupted at step {step} of 100000: a checkpoint of step {step} is in {folder}. Continue "
                    f"with:\n  mpiexec -n 2 numpy-transformer train --out {folder} --resume\n")
+
+
+@under_mpiexec
+def test_a_bad_input_under_mpiexec_is_rank_0_s_one_line_and_every_rank_ends(tmp_path):
+    status, out, err, seconds = finished(mpiexec(["train", "--dataset", tmp_path / "absent.txt", "--task", "lm",
+                                                  "--out", tmp_path / "run"]))
+    assert status == 1 and seconds < 60
+    assert re.fullmatch(r"numpy-transformer train: error: [^\n]*absent\.txt[^\n]*\n", err), err
 
 
 @under_mpiexec

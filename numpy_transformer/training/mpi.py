@@ -290,7 +290,8 @@ def serve(comm):
     from numpy_transformer.training import parallel
 
     parallel.threadpool_limits(1, user_api="blas")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)              # Ctrl-C is rank 0's to handle
+    for number in (signal.SIGINT, signal.SIGTERM):             # mpiexec passes Ctrl-C and SIGTERM to every
+        signal.signal(number, signal.SIG_IGN)                  # rank: rank 0 handles them, as train does
     session, end = threading.Event(), threading.Event()
     reporter = threading.Thread(target=_report_processor_time, args=(comm, session, end), daemon=True,
                                 name="processor time to rank 0")
