@@ -27,10 +27,12 @@ Faults. Every wait of rank 0 (for a reply, or for a long message to be taken) is
 MPI tests: a worker whose processor time has not moved for `parallel.SILENT_SECONDS` of that
 waiting (stopped, or its host gone) raises `parallel.WorkerLost` naming its rank and host; a
 worker's MemoryError comes back as one. The training loop then saves the last completed step,
-and rank 0 ends the job (`finish`: MPI_Abort when a worker may be stuck). A rank killed by a
-signal (kill -9, the out-of-memory killer) is another matter: MPICH's mpiexec (hydra) then
-kills every rank at once, rank 0 included (measured: also with -disable-auto-cleanup), so
-the last checkpoint is what is kept, and mpiexec's message names the rank's host and pid.
+rank 0 prints one line, and leaves at once (`finish`, `abort`): mpiexec then kills the other
+ranks, a stopped one included. A rank killed by a signal (kill -9, the out-of-memory killer)
+is the launcher's: MPICH's mpiexec (hydra) then kills every rank at once, rank 0 included
+(measured: also with -disable-auto-cleanup), so the last checkpoint is what is kept, and
+mpiexec's report names the rank's host and pid. Ctrl-C and SIGTERM, which mpiexec passes to
+every rank, are rank 0's to handle (as `train` does); the workers ignore them.
 """
 import hashlib
 import os
@@ -47,7 +49,7 @@ from numpy_transformer import __version__
 LAUNCH_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")       # MPICH (hydra) and Intel MPI; Open MPI
 RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
 INSTALL = 'pip install "numpy-transformer[mpi]" (mpi4py and MPICH), or pip install mpi4py mpich'
-MESSAGE, REPLY, GRADIENTS, ALIVE = 1, 2, 3, 4    # tags: rank 0 → worker, worker → rank 0
+MESSAGE, REPLY, GRADIENTS, ALIVE = 1, 2, 3, 4                # tags: rank 0 → worker; worker → rank 0
 ALIVE_SECONDS = 0.1                                          # a worker reports its processor time this often
 
 _world = None          # the communicator while `mpiexec` runs this process (`use_world`)
@@ -112,9 +114,9 @@ def identity(argv):
 
 
 def check_agreement(comm, argv):
-    """Every rank's `identity`, gathered on rank 0; returns [(host, pid)] of rank 0, 1, …. A rank whose
-    version, sources or command line differ from rank 0's makes every rank raise ValueError
-    (rank 0's names the rank, its host and what differs)."""
+    """Every rank's `identity`, gathered on rank 0; returns [(host, pid)] of rank 0, 1, …. A
+    rank whose version, sources or command line differ from rank 0's makes every rank raise
+    ValueError (rank 0's names the rank, its host and what differs)."""
     everyone = comm.gather(identity(argv), root=0)
     verdict = disagreement(everyone) if comm.rank == 0 else None
     verdict = comm.bcast(verdict, root=0)
@@ -158,7 +160,7 @@ class MpiTransport:
         self.stale = False              # the workers hold older weights than rank 0
         self.closed = False
         self.owed = set()               # the workers that owe a reply
-        self.silent = set()     # the workers found silent (`finish` aborts the job)
+        self.silent = set()             # the workers found silent (`finish` then aborts the job)
         self.processor = [None] * self.comm.size
         for number in range(1, self.comm.size):
             self.send(number, ("start", (model, objective, label_smoothing)))
@@ -232,9 +234,10 @@ class MpiTransport:
         self.closed = True
         for number in sorted(self.owed - self.silent):
             try:
-                kind, value = self.receive(number)
+                self.receive(number)
             except Exception:                        # noqa: BLE001 (a WorkerLost: it is in self.silent)
                 continue
+        self.stale = False                          # no more steps: the weights need not go out
         for number in range(1, self.comm.size):
             if number not in self.silent:
                 try:
