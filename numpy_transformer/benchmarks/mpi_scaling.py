@@ -97,12 +97,15 @@ def _send_to_0(comm, buffer):
 
 def _shared_step(comm, trainer, objective, label_smoothing, steps):
     """(median seconds of the loop's step on the two ranks, bytes of a step message): gradients,
-    norm and clip, Adam, the weights sent at the next step."""
+    norm and clip, Adam (on two threads, as `train` under mpiexec -n 2 runs it), the weights sent
+    at the next step."""
     import functools
 
+    from autograd.engine_room import share_updates
     from autograd.optim import clip_grad_norm
     from numpy_transformer.training import mpi, parallel
 
+    optimizer = share_updates(trainer.optimizer, min(2, os.cpu_count() or 1))
     transport = functools.partial(mpi.MpiTransport, comm=comm)
     with parallel.DataParallel(trainer.model, objective, label_smoothing, 2, transport) as shared:
         shards = shared.shards(trainer.batch)
@@ -110,10 +113,10 @@ def _shared_step(comm, trainer, objective, label_smoothing, steps):
         message = mpi.pickled_size(("step", (shards[1], states)))
 
         def step():
-            trainer.optimizer.zero_grad()
+            optimizer.zero_grad()
             shared.gradients(trainer.batch)
             clip_grad_norm(trainer.model.parameters(), 1.0)
-            trainer.optimizer.step()
+            optimizer.step()
             shared.transport.updated()
         for _ in range(2):
             step()
