@@ -152,17 +152,11 @@ def predicted_step(parts, transport, processes, latency, bandwidth, cores):
     """T(P) of the module docstring in seconds; None where the batch has fewer rows than P.
     parts: `scaling.measure_parts`; transport: `measure_transport`; latency in s, bandwidth in
     bytes/s; cores: rank 0's."""
-    from numpy_transformer.benchmarks.scaling import fit_overhead
+    from numpy_transformer.benchmarks.scaling import shard_seconds
 
-    rows = parts["rows"][0]
-    if processes > rows:
+    forward_backward = shard_seconds(parts, processes)
+    if forward_backward is None:
         return None
-    shard = -(-rows // processes)
-    if shard in parts["rows"]:
-        forward_backward = parts["fb"][parts["rows"].index(shard)]
-    else:
-        a, c = fit_overhead(parts["rows"], parts["fb"])
-        forward_backward = a + c * shard
     gradients, message = transport["gradient_bytes"], transport["message_bytes"]
     threads = min(processes, cores)
     return (forward_backward + (processes - 1) * (2 * latency + (message + gradients) / bandwidth)
