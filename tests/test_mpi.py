@@ -40,11 +40,11 @@ TASKS = {"translation": ["--tokenizer", "word", "--no-shared-vocabulary", "--bea
          "lm": ["--task", "lm", "--layers", "1"], "mlm": ["--task", "mlm", "--layers", "1"]}
 
 
-def mpiexec(arguments, processes=2, script=None, **popen):
-    """`mpiexec -n processes python -m numpy_transformer.cli arguments…` (or `python script …`),
-    one BLAS thread a rank: a Popen."""
+def mpiexec(arguments, processes=2, script=None, options=(), **popen):
+    """`mpiexec options… -n processes python -m numpy_transformer.cli arguments…` (or `python
+    script …`), one BLAS thread a rank: a Popen."""
     program = [str(script)] if script else ["-m", "numpy_transformer.cli"]
-    return subprocess.Popen([MPIEXEC, "-n", str(processes), sys.executable, *program, *map(str, arguments)],
+    return subprocess.Popen([MPIEXEC, *options, "-n", str(processes), sys.executable, *program, *map(str, arguments)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}, **popen)
 
@@ -214,6 +214,26 @@ def test_a_rank_killed_by_a_signal_ends_every_rank_and_the_last_checkpoint_is_ke
     assert returned == 9 and seconds < 60            # mpiexec (hydra) kills rank 0 with the others, and says so:
     assert "BAD TERMINATION" in out and "Killed (signal 9)" in out
     assert load_checkpoint(folder).step == 10        # --checkpoint-every 5
+
+
+@under_mpiexec
+@pytest.mark.usefixtures("_needs_two_cores")
+def test_under_disable_auto_cleanup_a_killed_rank_ends_the_run_in_one_line_with_the_last_step(tmp_path):
+    for attempt in range(3):                          # hydra kills rank 0 at once in a few tries (a race of its own)
+        folder = tmp_path / f"run{attempt}"
+        process = mpiexec([13, "kill", "train", *TINY, *TASKS["translation"], "--steps", "100", "--out", folder],
+                          processes=3, script=FAILING_RANK, options=["-disable-auto-cleanup"])
+        returned, _, err, seconds = finished(process)
+        assert returned == 9 and seconds < 60, err
+        if err:
+            break
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in err, err
+    assert re.fullmatch(rf"numpy-transformer train: error: MPI rank 1 on \S+ \(pid \d+\) ended: mpiexec reported a "
+                        rf"failed rank, and this one has sent nothing for 1 s \(kill -9, or the system's out-of-memory "
+                        rf"killer\?\); a checkpoint of step 12 is in {re.escape(str(folder))}\. Continue with: mpiexec -n 3 "
+                        rf"numpy-transformer train --out {re.escape(str(folder))} --resume", line), line
+    assert load_checkpoint(folder).step == 12
 
 
 @under_mpiexec

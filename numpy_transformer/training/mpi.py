@@ -29,9 +29,12 @@ waiting (stopped, or its host gone) raises `parallel.WorkerLost` naming its rank
 worker's MemoryError comes back as one. The training loop then saves the last completed step,
 rank 0 prints one line, and leaves at once (`finish`, `abort`): mpiexec then kills the other
 ranks, a stopped one included. A rank killed by a signal (kill -9, the out-of-memory killer)
-is the launcher's: MPICH's mpiexec (hydra) then kills every rank at once, rank 0 included
-(measured: also with -disable-auto-cleanup), so the last checkpoint is what is kept, and
-mpiexec's report names the rank's host and pid. Ctrl-C and SIGTERM, which mpiexec passes to
+is the launcher's: MPICH's mpiexec (hydra) then kills every rank at once, rank 0 included, so
+the last checkpoint is what is kept, and mpiexec's report names the rank's host and pid. Under
+`mpiexec -disable-auto-cleanup` it tells the other ranks with SIGUSR1 instead (noted here, not
+fatal), and rank 0 takes the rank silent for DEAD_SECONDS for the dead one, saves the last step
+and prints its line; in 2 of 14 tries here hydra still killed rank 0 at once (a race in
+hydra), and the last checkpoint was then what is kept. Ctrl-C and SIGTERM, which mpiexec passes to
 every rank, are rank 0's to handle (as `train` does); the workers ignore them.
 """
 import hashlib
@@ -54,6 +57,8 @@ ALIVE_SECONDS = 0.1                                          # a worker reports 
 
 _world = None          # the communicator while `mpiexec` runs this process (`use_world`)
 _hosts = None          # [(host, pid)] of every rank (`check_agreement`)
+_failure_reported = False   # mpiexec said a rank failed (SIGUSR1, under -disable-auto-cleanup)
+DEAD_SECONDS = 1.0          # then a rank silent this long is taken for the dead one
 
 
 def launched_size(environ=None):
@@ -84,8 +89,17 @@ def use_world():
     except ImportError:
         raise ValueError(f"mpiexec started {launched_size()} processes, but mpi4py is not installed: {INSTALL}") \
             from None
+    if hasattr(signal, "SIGUSR1"):
+        # mpiexec -disable-auto-cleanup tells the living ranks that one died with SIGUSR1, whose
+        # default would end them: noted instead, rank 0 then takes a rank silent for 1 s as dead
+        signal.signal(signal.SIGUSR1, _note_failure)
     _world = MPI.COMM_WORLD
     return _world
+
+
+def _note_failure(signum, frame):
+    global _failure_reported
+    _failure_reported = True
 
 
 def world():
@@ -211,6 +225,10 @@ class MpiTransport:
         def check(waited):
             for number in numbers:
                 silent[number] = 0.0 if self._alive(number) else silent[number] + waited
+                if _failure_reported and silent[number] >= DEAD_SECONDS:
+                    self.silent.add(number)
+                    raise self.lost(number, f"ended: mpiexec reported a failed rank, and this one has sent nothing "
+                                            f"for {DEAD_SECONDS:g} s (kill -9, or the system's out-of-memory killer?)")
                 if silent[number] >= parallel.SILENT_SECONDS:
                     self.silent.add(number)
                     raise self.lost(number, f"has used no processor time for {parallel.SILENT_SECONDS:g} s "
