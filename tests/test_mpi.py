@@ -263,6 +263,16 @@ def test_a_bad_input_under_mpiexec_is_rank_0_s_one_line_and_every_rank_ends(tmp_
 
 
 @under_mpiexec
+@pytest.mark.parametrize("flags, message", [
+    (["--threads", "2"], "under mpiexec the processes are its 2 ranks: give mpiexec -n P or --threads N, not both"),
+    (["--precision", "mixed"], "--precision mixed trains in one process: start it without mpiexec")])
+def test_threads_or_mixed_precision_under_mpiexec_is_refused_in_one_line_before_the_folder(tmp_path, flags, message):
+    status, out, err, _ = finished(mpiexec(["train", *TINY, *flags, "--out", tmp_path / "run"]))
+    assert status == 1 and not (tmp_path / "run").exists()
+    assert err == f"numpy-transformer train: error: {message}\n"
+
+
+@under_mpiexec
 def test_ranks_started_with_other_arguments_are_refused_in_one_line(tmp_path):
     command = [sys.executable, "-m", "numpy_transformer.cli", "train", *TINY, "--out", str(tmp_path / "run")]
     process = subprocess.run([MPIEXEC, "-n", "1", *command, "--steps", "5", ":", "-n", "1", *command, "--steps", "6"],

@@ -273,6 +273,10 @@ def train_command(args):
             settings = resolve(args.preset, model, training, data)
         except ValueError as error:
             raise ValueError(named_by_flag(str(error), args.layers is not None)) from None
+        from numpy_transformer.training import mpi
+
+        if mpi.world() is not None and settings[1].precision == "mixed":      # before the folder is made
+            raise ValueError("--precision mixed trains in one process: start it without mpiexec")
         try:
             run = Run.new(args.out, *settings, overwrite=args.overwrite, **options)
         except RunFolderError as error:
