@@ -5,7 +5,6 @@ saved; Ctrl-C as on `train`; ranks that disagree refused. The tests that start m
 `mpi` (python -m pytest -m mpi); the others run in the default suite."""
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from numpy_transformer.benchmarks.mpi_scaling import mpiexec_path
 from numpy_transformer.cli.train import processes_note
 from numpy_transformer.training import mpi
 from numpy_transformer.training.checkpoint import load_checkpoint
@@ -21,7 +21,7 @@ from run_helpers import assert_same_weights, run_main, weights
 
 try:
     import mpi4py  # noqa: F401
-    MPIEXEC = shutil.which("mpiexec") or shutil.which("mpiexec", path=str(Path(sys.executable).parent))
+    MPIEXEC = mpiexec_path()                          # the mpich wheel's, beside this Python, first
 except ImportError:
     MPIEXEC = None
 
