@@ -89,6 +89,9 @@ def use_world():
     except ImportError:
         raise ValueError(f"mpiexec started {launched_size()} processes, but mpi4py is not installed: {INSTALL}") \
             from None
+    if MPI.Query_thread() != MPI.THREAD_MULTIPLE:          # a worker reports from a thread of its own
+        raise ValueError(f"this MPI ({MPI.Get_library_version().splitlines()[0].strip()}) does not let threads call it "
+                         f"at once (MPI_THREAD_MULTIPLE), which training under mpiexec needs: {INSTALL}")
     if hasattr(signal, "SIGUSR1"):
         # mpiexec -disable-auto-cleanup tells the living ranks that one died with SIGUSR1, whose
         # default would end them: noted instead, rank 0 then takes a rank silent for 1 s as dead
