@@ -184,8 +184,9 @@ def test_under_mpiexec_n_steps_resume_n_steps_equals_2n_steps_and_another_count_
 @pytest.mark.usefixtures("_needs_two_cores")
 @pytest.mark.parametrize("how, what, status", [
     ("memory", r"ran out of memory \(MemoryError: Unable to allocate 1\.00 TiB for an array\)", 1),
-    ("stop", r"has used no processor time for 10 s \(stopped, or its host is unreachable\)", 1)])
-def test_a_rank_out_of_memory_or_stopped_ends_the_run_in_one_line_with_the_last_step_saved(tmp_path, how, what,
+    ("stop", r"has used no processor time for 10 s \(stopped, blocked, or its host is unreachable\)", 1),
+    ("block", r"has used no processor time for 10 s \(stopped, blocked, or its host is unreachable\)", 1)])
+def test_a_rank_out_of_memory_stopped_or_blocked_ends_the_run_in_one_line_with_the_last_step_saved(tmp_path, how, what,
                                                                                            status):
     folder = tmp_path / "run"
     process = mpiexec([13, how, "train", *TINY, *TASKS["translation"], "--steps", "100", "--out", folder],

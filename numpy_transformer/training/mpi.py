@@ -8,7 +8,7 @@ dropout draws, the same sum in the order of the shards); only the transport diff
     the model             forked with them                    pickled to them once, at the start
     the weights           shared memory: read as updated      sent after each update (one buffer)
     a step's gradients    written into shared memory          sent to rank 0 (one buffer a worker)
-    a silent worker       its processor time, from /proc      its processor time, sent every 0.1 s
+    a silent worker       its processor time, from /proc      its main thread's, sent every 0.1 s
 
 Rank 0 runs `train` exactly as `train --threads P` does: it reads the corpus, writes the run
 folder, the log, the progress bar and the printout. Ranks 1 … P − 1 read nothing and print
@@ -235,7 +235,7 @@ class MpiTransport:
                 if silent[number] >= parallel.SILENT_SECONDS:
                     self.silent.add(number)
                     raise self.lost(number, f"has used no processor time for {parallel.SILENT_SECONDS:g} s "
-                                            f"(stopped, or its host is unreachable)")
+                                            f"(stopped, blocked, or its host is unreachable)")
         return poll(request, check)
 
     def _alive(self, number):
@@ -317,7 +317,8 @@ def serve(comm):
     for number in (signal.SIGINT, signal.SIGTERM):             # mpiexec passes Ctrl-C and SIGTERM to every
         signal.signal(number, signal.SIG_IGN)                  # rank: rank 0 handles them, as train does
     session, end = threading.Event(), threading.Event()
-    reporter = threading.Thread(target=_report_processor_time, args=(comm, session, end), daemon=True,
+    reporter = threading.Thread(target=_report_processor_time, args=(comm, session, end, _main_thread_clock()),
+                                daemon=True,
                                 name="processor time to rank 0")
     reporter.start()
     while True:
@@ -357,12 +358,23 @@ def _serve_session(comm, model, objective, label_smoothing):
             poll(comm.Isend([slot.memory, _byte()], dest=0, tag=GRADIENTS))
 
 
-def _report_processor_time(comm, session, end):
-    """During a session, send rank 0 this process's processor time every ALIVE_SECONDS (how
-    rank 0 tells a busy worker from a stopped one), until `end` is set."""
+def _main_thread_clock():
+    """A function of no argument: the processor time of this process's main thread, the one that
+    computes (the reporting thread's own time left out, so that a main thread blocked for good
+    reads as silent); the whole process's where threads' clocks cannot be read."""
+    try:
+        clock = time.pthread_getcpuclockid(threading.main_thread().ident)
+        return lambda: time.clock_gettime(clock)
+    except (AttributeError, OSError):
+        return time.process_time
+
+
+def _report_processor_time(comm, session, end, processor_time):
+    """During a session, send rank 0 the main thread's processor time every ALIVE_SECONDS (how
+    rank 0 tells a busy worker from a stopped or blocked one), until `end` is set."""
     while not end.wait(ALIVE_SECONDS):
         if session.is_set():
-            comm.send(time.process_time(), dest=0, tag=ALIVE)
+            comm.send(processor_time(), dest=0, tag=ALIVE)
 
 
 def abort(comm, status):
