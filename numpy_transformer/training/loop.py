@@ -30,9 +30,10 @@ one generator, the order of the batches from another (`run_generators`). The loo
 (`TrainingState`: step, epoch, batch within the epoch, both generators' states, the best
 validation loss, its step and the validations since) is saved with each checkpoint, so that N
 steps, a checkpoint, a resume and N more steps give the weights, the best weights and the
-losses of 2N steps in one go, bit for bit. With several processes (`train --threads N`,
-`shared_steps`) each step is the same step shared out (training/parallel.py): the run is then a
-function of its seed and N, and follows the one-process run up to rounding.
+losses of 2N steps in one go, bit for bit. With several processes (`train --threads N`, or N
+MPI ranks under `mpiexec -n N`; `shared_steps`) each step is the same step shared out
+(training/parallel.py, training/mpi.py): the run is then a function of its seed and N, and
+follows the one-process run up to rounding.
 
 Ctrl-C. While `train` runs, the first Ctrl-C (or SIGTERM, what a scheduler or `kill` sends)
 asks the loop to stop after the current step and save a checkpoint; a second one interrupts at
