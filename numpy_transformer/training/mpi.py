@@ -250,9 +250,10 @@ class MpiTransport:
     def close(self):
         """End the workers' session: a worker that owes a reply is heard first (its reply
         dropped); a lost one is left for `finish`, which then aborts the job. Once only."""
+        global _clean
         if self.closed:
             return
-        self.closed = True
+        self.closed, clean_before, _clean = True, _clean, False     # unclean until closed in order
         for number in sorted(self.owed - self.silent):
             try:
                 self.receive(number)
@@ -265,8 +266,7 @@ class MpiTransport:
                     self.send(number, None)
                 except Exception:                    # noqa: BLE001 (as above)
                     pass
-        global _clean
-        _clean = _clean and not self.silent
+        _clean = clean_before and not self.silent
 
 
 _clean = True           # no worker was lost: `finish` may end the job in order
