@@ -140,8 +140,10 @@ class WorkerLost(WorkerFailed):
 class DataParallel:
     """`processes` processes computing each step's gradients, one shard of the batch each (see
     the module docstring). model: the model being trained (its weights move into shared memory
-    until `close`); objective, label_smoothing: the loss (training/loss.py); pad_id: the
-    translation targets' padding. Use as a context manager, or call `close`."""
+    until `close`); objective, label_smoothing: the loss (training/loss.py); transport: the
+    class of the workers, called as transport(model, objective, label_smoothing, weights,
+    slots) (`ForkTransport`, the default, or `training.mpi.MpiTransport`). Use as a context
+    manager, or call `close`."""
 
     def __init__(self, model, objective, label_smoothing, processes, transport=None):
         if processes < 2:
@@ -153,7 +155,7 @@ class DataParallel:
         self.processes = processes
         self._blas = threadpool_limits(1, user_api="blas")     # here and, forked, in the workers
         self.parameters = [p for _, p in model.named_parameters()]
-        threads = min(processes, os.cpu_count() or 1)            # the sum's threads: this machine's cores at most
+        threads = min(processes, os.cpu_count() or 1)          # the sum's threads: this machine's cores at most
         self._shares = [[i for _, i in share]                  # the parameters' indices, one list a thread
                         for share in balanced_shares([(p.data, i) for i, p in enumerate(self.parameters)], threads)]
         specs = [(p.shape, p.dtype) for p in self.parameters]
