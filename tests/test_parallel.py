@@ -167,6 +167,21 @@ def test_map_keeps_the_order_and_a_worker_s_error_names_it():
         assert shared.workers == []                      # stopped: replies were left unread
 
 
+def _out_of_memory(model, item):
+    if item == 1:
+        raise MemoryError("Unable to allocate 1.00 TiB for an array")
+    return item
+
+
+def test_a_worker_out_of_memory_is_a_lost_worker_whose_step_is_not_taken():
+    make, objective, _ = _translation()
+    with parallel.DataParallel(make(), objective, 0.1, 2) as shared:
+        pid = shared.workers[0].pid
+        with pytest.raises(parallel.WorkerLost, match=rf"^worker process 1 \(pid {pid}\) ran out of memory "
+                                                      rf"\(MemoryError: Unable to allocate 1\.00 TiB for an array\)$"):
+            shared.map(_out_of_memory, [0, 1])
+
+
 @pytest.mark.parametrize("number, signal_number, ending", [
     (1, signal.SIGKILL, r"was killed by SIGKILL \(kill -9, or the system's out-of-memory killer\)"),
     (2, signal.SIGTERM, "was killed by SIGTERM"),

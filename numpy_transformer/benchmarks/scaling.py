@@ -141,18 +141,25 @@ def fit_overhead(rows, seconds):
     return max(float(a), 0.0), float(c)
 
 
-def predicted_step(parts, processes):
-    """T(P) of the module docstring, in seconds, from the measured parts; None where the batch
-    has fewer rows than processes."""
+def shard_seconds(parts, processes):
+    """F(⌈B/P⌉), the forward and backward of the largest of P shards (which sets the pace):
+    measured where that size was, else the fitted line; None when P exceeds the batch's rows."""
     rows = parts["rows"][0]
     if processes > rows:
         return None
-    shard = -(-rows // processes)                       # the largest shard sets the pace
+    shard = -(-rows // processes)
     if shard in parts["rows"]:
-        forward_backward = parts["fb"][parts["rows"].index(shard)]
-    else:
-        a, c = fit_overhead(parts["rows"], parts["fb"])
-        forward_backward = a + c * shard
+        return parts["fb"][parts["rows"].index(shard)]
+    a, c = fit_overhead(parts["rows"], parts["fb"])
+    return a + c * shard
+
+
+def predicted_step(parts, processes):
+    """T(P) of the module docstring, in seconds, from the measured parts; None where the batch
+    has fewer rows than processes."""
+    forward_backward = shard_seconds(parts, processes)
+    if forward_backward is None:
+        return None
     summing = parts["sum_pass"] * (processes - 1) / processes
     return forward_backward + parts["message"] * (processes - 1) + summing + parts["clip"] + \
         parts["update"] / processes

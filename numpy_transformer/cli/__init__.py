@@ -23,16 +23,19 @@ machine (a full disk, a folder that cannot be written, too little memory) print 
 `numpy-transformer COMMAND: error: …` and exit with status 1, without a traceback.
 """
 import argparse
+import contextlib
 import difflib
 import errno
 import os
 import sys
+import traceback
 
 from numpy_transformer import __version__
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.cli import (attention_maps, bench, check_gradients, embed, evaluate, export_model, fill_mask,
                                    generate, train, translate)
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES, EXIT_ERROR, EXIT_INTERRUPTED
+from numpy_transformer.training.mpi import launched_rank, launched_size
 
 BLAS_SPIN_VARIABLE, BLAS_SHORT_SPIN = "OPENBLAS_THREAD_TIMEOUT", "16"
 
@@ -123,7 +126,52 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     threads_from_arguments(argv)
     reuse_freed_memory()
-    args = build_parser().parse_args(argv)
+    args = parse_arguments(argv)
+    if launched_size() > 1:
+        return main_under_mpi(args, argv)
+    return run_command(args)
+
+
+def parse_arguments(argv):
+    """The parsed arguments; under mpiexec only rank 0 prints a usage error (every rank exits 2)."""
+    if launched_rank() == 0:
+        return build_parser().parse_args(argv)
+    with open(os.devnull, "w") as nowhere, contextlib.redirect_stderr(nowhere), contextlib.redirect_stdout(nowhere):
+        return build_parser().parse_args(argv)
+
+
+def main_under_mpi(args, argv):
+    """`mpiexec -n P numpy-transformer train …` (numpy_transformer/training/mpi.py): every rank
+    checks that the others run the same code and arguments; rank 0 trains as `train --threads
+    P` does, the other ranks serve it. Only rank 0 prints; the exit status is rank 0's."""
+    from numpy_transformer.training import mpi
+
+    speaks = launched_rank() == 0
+    if args.command != "train":
+        return report_error(args.command, f"only train shares its work between the processes mpiexec starts; run "
+                                          f"numpy-transformer {args.command} without mpiexec") if speaks else EXIT_ERROR
+    try:
+        comm = mpi.use_world()
+        mpi.check_agreement(comm, argv)
+        if args.threads > 1:
+            raise ValueError(f"under mpiexec the processes are its {comm.size} ranks: give mpiexec -n P or "
+                             f"--threads N, not both")
+    except ValueError as error:
+        return report_error(args.command, str(error)) if speaks else EXIT_ERROR
+    if comm.rank > 0:
+        return mpi.serve(comm)
+    args.threads = comm.size
+    try:
+        status = run_command(args)
+    except BaseException:                          # a bug: its trace, then every rank ends
+        traceback.print_exc()
+        status = EXIT_ERROR
+        mpi.abort(comm, status)
+    return mpi.finish(comm, status)
+
+
+def run_command(args):
+    """Run the parsed command; the exit status (a known fault: one line, status 1)."""
     from numpy_transformer.data import DataUnavailableError
     from numpy_transformer.training.checkpoint import CheckpointError
 

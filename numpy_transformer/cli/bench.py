@@ -9,6 +9,8 @@
   Adam, and the peak memory of each (numpy_transformer.benchmarks.train_step);
 - `scaling` measures the parts of a training step shared by processes (`train --threads N`),
   the step on 2 processes, and predicts it for 4, 8 and 16 (numpy_transformer.benchmarks.scaling);
+  with --mpi, the MPI transport's costs (mpiexec -n 2) and the step on 2 to 64 ranks of a cluster
+  (numpy_transformer.benchmarks.mpi_scaling);
 - `decode` times greedy decoding of 64 tokens with and without the key/value cache
   (numpy_transformer.benchmarks.decode);
 - `complexity` measures the complexity notes' table: time, memory and FLOPs of attention, the
@@ -181,6 +183,14 @@ def _add_scaling_command(benchmarks):
     _add_configs_argument(parser, MAIN_CONFIGS)
     parser.add_argument("--steps", type=positive_integer, default=10, help="timed whole steps (default 10)")
     parser.add_argument("--repeats", type=positive_integer, default=7, help="timed repeats of each part (default 7)")
+    parser.add_argument("--mpi", action="store_true",
+                        help="the MPI transport (mpiexec -n P numpy-transformer train): its costs measured with "
+                             "mpiexec -n 2, and the step on 2 to 64 ranks of a cluster predicted (needs "
+                             "pip install -e \".[mpi]\")")
+    parser.add_argument("--bandwidth", type=float, default=10.0, metavar="GBIT",
+                        help="with --mpi: the cluster's network bandwidth per link, Gbit/s (default 10)")
+    parser.add_argument("--latency", type=float, default=50.0, metavar="MICROSECONDS",
+                        help="with --mpi: the latency of one message on that network, µs (default 50)")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
     add_quiet_argument(parser, "over the configurations measured and predicted")
     parser.set_defaults(run=bench_scaling_command)
@@ -189,10 +199,17 @@ def _add_scaling_command(benchmarks):
 def bench_scaling_command(args):
     """Measure and predict the step on more processes (numpy_transformer.benchmarks.scaling);
     every measurement runs in a child process with one BLAS thread."""
-    from numpy_transformer.benchmarks.scaling import run
+    from numpy_transformer.benchmarks import mpi_scaling, scaling
 
     progress = progress_bars(args.quiet)
-    results = run(args.configs, args.steps, args.repeats, log=lines_beside(progress), progress=progress)
+    if args.mpi:
+        if args.bandwidth <= 0 or args.latency < 0:
+            raise ValueError(f"--bandwidth must be positive and --latency not negative, got {args.bandwidth:g} and "
+                             f"{args.latency:g}")
+        results = mpi_scaling.run(args.configs, args.steps, args.repeats, args.bandwidth, args.latency,
+                                  log=lines_beside(progress), progress=progress)
+    else:
+        results = scaling.run(args.configs, args.steps, args.repeats, log=lines_beside(progress), progress=progress)
     if args.json:
         print(json.dumps(results))
     return 0

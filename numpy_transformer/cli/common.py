@@ -87,7 +87,8 @@ TRAINING_THREADS = ("cores to train on: N processes share each step, a part of t
                     "AMD EPYC, 1.6 times on an idle 2-core Xeon; beside one busy process on that Xeon, training "
                     "was level with 1 thread and the whole run 2-3 %% slower; a step runs in one process when "
                     "that is faster, with the same numbers; a seeded run repeats itself for a given N, and "
-                    "differs from another N by rounding)")
+                    "differs from another N by rounding; several hosts: mpiexec -n P numpy-transformer train, "
+                    "docs/training.md)")
 
 
 def add_threads_argument(parser, work=None, why="the matrix products of these models gain little from more"):

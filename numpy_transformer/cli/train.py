@@ -275,6 +275,10 @@ def train_command(args):
         except ValueError as error:
             raise ValueError(named_by_flag(str(error), args.layers is not None)) from None
         decoding_settings(args, settings[2].task)
+        from numpy_transformer.training import mpi
+
+        if mpi.world() is not None and settings[1].precision == "mixed":      # before the folder is made
+            raise ValueError("--precision mixed trains in one process: start it without mpiexec")
         try:
             run = Run.new(args.out, *settings, overwrite=args.overwrite, **options)
         except RunFolderError as error:
@@ -292,7 +296,7 @@ def train_and_evaluate(run, args, started):
     from numpy_transformer.training.evaluation import print_warnings
     from numpy_transformer.training.run import METRICS_FILE
 
-    print("\n".join(run.data.summary + [model_line(run), training_line(run)]))
+    print("\n".join(run.data.summary + [model_line(run), training_line(run)] + ranks_line(run)))
     print_warnings(run.data)
     try:
         result = run.train()
@@ -315,7 +319,12 @@ def train_and_evaluate(run, args, started):
 
 
 def resume_command(run, args):
-    """The command that continues `run`: the same --threads N continues it exactly."""
+    """The command that continues `run`: the same --threads N (or mpiexec -n P) continues it
+    exactly."""
+    from numpy_transformer.training import mpi
+
+    if mpi.world() is not None:
+        return f"mpiexec -n {args.threads} numpy-transformer train --out {run.directory} --resume"
     return f"numpy-transformer train --out {run.directory} --resume" + \
         (f" --threads {args.threads}" if args.threads > 1 else "")
 
@@ -424,6 +433,9 @@ def resume_run(args, model, training, data, options):
     decoding_settings(args, saved_task(args.out))
     run = Run.resume(args.out, training, **options)
     print(f"Resuming {run.directory} at step {run.trainer.state.step} of {run.trainer.total_steps}.")
+    note = processes_note(run.trainer.state.processes, run.trainer.sharing(), run.trainer.state.step)
+    if note:
+        print(note)
     return run
 
 
@@ -455,6 +467,17 @@ def saved_task(directory):
         return DataConfig.load(Path(directory) / CONFIG_FILES["data"]).task
     except (OSError, ValueError, TypeError, AttributeError):
         return None
+
+
+def processes_note(before, now, step):
+    """A line for a run resumed on another number of processes than it ran on (None if the
+    same, or unknown): a run is a function of its seed and of that number (training/parallel.py)."""
+    if before is None or before == now:
+        return None
+    return (f"Note: the run shared its steps between {before} process{'es' if before > 1 else ''} and continues on "
+            f"{now}: from step {step + 1} on each batch is cut into {now} part{'s' if now > 1 else ''} and the "
+            f"gradients summed in another order, so the weights follow a run on {now} (equal up to rounding, not "
+            f"bit for bit, to continuing on {before})")
 
 
 def changed_settings(directory, model, data, preset=None):
@@ -520,6 +543,20 @@ def training_line(run):
             f"eps {config.eps:g}, {rate}, label smoothing "
             f"{config.label_smoothing}, clip {config.clip_norm}, seed {config.seed}"
             f"{', mixed precision' if config.precision == 'mixed' else ''} -> {run.directory}")
+
+
+def ranks_line(run):
+    """Under mpiexec, [a line naming the ranks and their hosts]; else []."""
+    from collections import Counter
+
+    from numpy_transformer.training import mpi
+
+    if mpi.world() is None:
+        return []
+    hosts = Counter(host for host, _ in mpi.hosts())
+    where = ", ".join(f"{host} ×{count}" for host, count in hosts.items())
+    return [f"processes: {sum(hosts.values())} MPI ranks ({where}), each step shared between them as by --threads "
+            f"{sum(hosts.values())}; rank 0 (this one) reads, writes and prints"]
 
 
 def run_metrics(run, result, evaluation, args, total_seconds, scored):

@@ -9,6 +9,8 @@
 | settings.py        | `DataConfig`, `TrainingConfig`, and `resolve` (a preset plus the flags)    |
 | presets.py         | the named settings of `numpy-transformer train --preset`                   |
 | prepare.py         | a run's data: the corpus split, tokenized and encoded                      |
+| parallel.py        | a step shared by processes (`--threads N`): shards, sum, transports        |
+| mpi.py             | the same over MPI ranks (`mpiexec -n P numpy-transformer train`)           |
 | run.py             | `Run`: a training run in a folder, new or resumed                          |
 | run_folder.py      | which files of a run's folder the project wrote, its parts' fingerprints,  |
 |                    | and its lock                                                               |

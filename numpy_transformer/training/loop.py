@@ -30,9 +30,10 @@ one generator, the order of the batches from another (`run_generators`). The loo
 (`TrainingState`: step, epoch, batch within the epoch, both generators' states, the best
 validation loss, its step and the validations since) is saved with each checkpoint, so that N
 steps, a checkpoint, a resume and N more steps give the weights, the best weights and the
-losses of 2N steps in one go, bit for bit. With several processes (`train --threads N`,
-`shared_steps`) each step is the same step shared out (training/parallel.py): the run is then a
-function of its seed and N, and follows the one-process run up to rounding.
+losses of 2N steps in one go, bit for bit. With several processes (`train --threads N`, or N
+MPI ranks under `mpiexec -n N`; `shared_steps`) each step is the same step shared out
+(training/parallel.py, training/mpi.py): the run is then a function of its seed and N, and
+follows the one-process run up to rounding.
 
 Ctrl-C. While `train` runs, the first Ctrl-C (or SIGTERM, what a scheduler or `kill` sends)
 asks the loop to stop after the current step and save a checkpoint; a second one interrupts at
@@ -44,7 +45,9 @@ run the same way: the last completed step is saved, and `TrainingResult.worker_l
 """
 import contextlib
 import dataclasses
+import functools
 import math
+import os
 import signal
 import sys
 import threading
@@ -57,7 +60,7 @@ from autograd.optim import Adam, clip_grad_norm
 from autograd.plain_mode import is_plain
 from numpy_transformer.data.batching import batch_indices
 from numpy_transformer.training.evaluation import mean_cross_entropy, perplexity
-from numpy_transformer.training import parallel
+from numpy_transformer.training import mpi, parallel
 from numpy_transformer.training.loss import TRANSLATION
 from numpy_transformer.training.mixed_precision import MixedPrecision
 
@@ -98,7 +101,7 @@ def make_optimizer(model, config, threads=1):
     shared by `threads` threads (the CLI's --threads: the engine room's `share_updates`)."""
     optimizer = Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
                      eps=config.eps)
-    return share_updates(optimizer, threads)
+    return share_updates(optimizer, min(threads, os.cpu_count() or 1))   # the same update with any threads
 
 
 @dataclasses.dataclass
@@ -109,7 +112,8 @@ class TrainingState:
     interval_losses / interval_tokens: the steps since the last log line; loss_scaler: a mixed-
     precision run's loss scale (`LossScaler.state_dict()`), None in float32; best_loss, best_step:
     the lowest validation loss so far and its step (None before the first); validations_without_
-    improvement: the validations since then (what `early_stop` counts)."""
+    improvement: the validations since then (what `early_stop` counts); processes: how many
+    processes shared each step (`Trainer.sharing`; None in a checkpoint older than the field)."""
     step: int = 0
     epoch: int = 0
     batch_in_epoch: int = 0
@@ -122,6 +126,7 @@ class TrainingState:
     best_loss: float = None
     best_step: int = None
     validations_without_improvement: int = 0
+    processes: int = None
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -196,7 +201,7 @@ class Trainer:
         """The loop's state as a JSON-serialisable dict, with the generators' current states."""
         scaler = None if self.mixed is None else self.mixed.scaler.state_dict()
         return dataclasses.replace(self.state, model_rngs=[g.bit_generator.state for g in self.generators],
-                                   loss_scaler=scaler).to_dict()
+                                   loss_scaler=scaler, processes=self.sharing()).to_dict()
 
     def _restore_generators(self, state):
         if state.model_rngs is not None:
@@ -230,19 +235,34 @@ class Trainer:
     @contextlib.contextmanager
     def shared_steps(self):
         """A context in which `train_step` and the validation are shared by the processes of a
-        `DataParallel` (`train` runs in one), if more than one is asked for and the model is
-        narrow enough to gain from them (`parallel.splits_batch`; a wider one has BLAS's
-        threads). Inside another, it adds nothing."""
-        if self.parallel is not None or self.processes < 2 or self.mixed is not None or is_plain() \
-                or not parallel.available() or not parallel.splits_batch(self.model):
+        `DataParallel` (`train` runs in one), if `sharing()` says so. Inside another, it adds
+        nothing. Under mpiexec the processes are MPI's ranks (training/mpi.py)."""
+        if self.parallel is not None or self.sharing() == 1:
             yield
             return
+        distributed = mpi.world()
+        transport = None if distributed is None else functools.partial(mpi.MpiTransport, comm=distributed,
+                                                                        hosts=mpi.hosts())
         with parallel.DataParallel(self.model, self.objective, self.config.label_smoothing,
-                                   self.processes) as self.parallel:
+                                   self.processes, transport) as self.parallel:
             try:
                 yield
             finally:
                 self.parallel = None
+
+    def sharing(self):
+        """How many processes share each step: `processes` if more than one is asked for and the
+        model is narrow enough to gain from them (`parallel.splits_batch`; a wider one has BLAS's
+        threads), else 1. Under mpiexec always the ranks, whatever the width (each may have a host
+        of its own); a mixed-precision or plain-mode run is then refused (ValueError)."""
+        if mpi.world() is not None:
+            if self.mixed is not None or is_plain():
+                raise ValueError("a mixed-precision or plain-mode run trains in one process: start it without mpiexec")
+            return self.processes
+        if self.processes < 2 or self.mixed is not None or is_plain() or not parallel.available() \
+                or not parallel.splits_batch(self.model):
+            return 1
+        return self.processes
 
     @property
     def stopped_early(self):

@@ -1,4 +1,5 @@
-"""Data parallelism: one training step shared by P processes (`train --threads P`).
+"""Data parallelism: one training step shared by P processes (`train --threads P`, or
+`mpiexec -n P numpy-transformer train`).
 
 A step's loss is the mean over the batch's N target tokens, so it splits over any partition of
 the batch's rows into shards k = 1 … P with N_k tokens each:
@@ -22,6 +23,13 @@ What this gives:
 - a run that is a function of its seed and its number of processes: the shards and the order
   of the sums depend on nothing else, so a resumed run equals the uninterrupted one;
 - none of this in the layers: a worker runs the model's own forward and backward.
+
+Two transports carry the messages, behind one small interface (`ForkTransport`'s docstring):
+`ForkTransport`, the workers forked on this machine with the weights and the gradients in
+shared memory (what is described here), and `training.mpi.MpiTransport`, the workers as MPI
+ranks on any hosts, the gradients sent to this process and the updated weights broadcast to
+them (training/mpi.py). The sharing (`shards`, `shard_into`, the ordered `_sum`, the update)
+is the same code for both, so they give the same weights bit for bit.
 
 When it pays (`splits_batch`): for models narrower than d_model 512. There elementwise work
 and Python's overhead per op take much of a step, which BLAS's threads do not share, and the
@@ -120,31 +128,36 @@ class WorkerFailed(RuntimeError):
 
 class WorkerLost(WorkerFailed):
     """A worker process ended, or stopped answering (see the module docstring, "Supervision"):
-    number, pid: which one; str(error): one sentence naming it and what happened."""
+    number, pid (and host, for an MPI rank): which one; str(error): one sentence naming it and
+    what happened."""
 
-    def __init__(self, number, pid, what):
-        super().__init__(f"worker process {number} (pid {pid}) {what}")
-        self.number, self.pid = number, pid
+    def __init__(self, number, pid, what, host=None):
+        where = f"worker process {number} (pid {pid})" if host is None else f"MPI rank {number} on {host} (pid {pid})"
+        super().__init__(f"{where} {what}")
+        self.number, self.pid, self.host = number, pid, host
 
 
 class DataParallel:
     """`processes` processes computing each step's gradients, one shard of the batch each (see
     the module docstring). model: the model being trained (its weights move into shared memory
-    until `close`); objective, label_smoothing: the loss (training/loss.py); pad_id: the
-    translation targets' padding. Use as a context manager, or call `close`."""
+    until `close`); objective, label_smoothing: the loss (training/loss.py); transport: the
+    class of the workers, called as transport(model, objective, label_smoothing, weights,
+    slots) (`ForkTransport`, the default, or `training.mpi.MpiTransport`). Use as a context
+    manager, or call `close`."""
 
-    def __init__(self, model, objective, label_smoothing, processes):
+    def __init__(self, model, objective, label_smoothing, processes, transport=None):
         if processes < 2:
             raise ValueError(f"DataParallel needs at least 2 processes, got {processes}")
-        if not available():
+        if transport is None and not available():
             raise RuntimeError(f"data parallelism forks its workers, which this project does on Linux only, "
                                f"not on {sys.platform}: train with BLAS's threads (the default elsewhere)")
         self.model, self.objective, self.label_smoothing = model, objective, float(label_smoothing)
         self.processes = processes
         self._blas = threadpool_limits(1, user_api="blas")     # here and, forked, in the workers
         self.parameters = [p for _, p in model.named_parameters()]
+        threads = min(processes, os.cpu_count() or 1)          # the sum's threads: this machine's cores at most
         self._shares = [[i for _, i in share]                  # the parameters' indices, one list a thread
-                        for share in balanced_shares([(p.data, i) for i, p in enumerate(self.parameters)], processes)]
+                        for share in balanced_shares([(p.data, i) for i, p in enumerate(self.parameters)], threads)]
         specs = [(p.shape, p.dtype) for p in self.parameters]
         self.weights = SharedArrays(specs)
         for p, shared in zip(self.parameters, self.weights.arrays):
@@ -152,22 +165,19 @@ class DataParallel:
             p.data = shared
         self.slots = [SharedArrays(specs) for _ in range(processes - 1)]
         self.generators = model.generators()
-        self.connections, self.workers, self._adders = [], [], None
-        self.pace = Pace()
-        context = multiprocessing.get_context("fork")
+        self._adders = None
         try:
-            for number, slot in enumerate(self.slots, start=1):
-                here, there = context.Pipe()
-                worker = context.Process(target=_serve, args=(there, here, model, objective, self.label_smoothing,
-                                                              slot.arrays), daemon=True,
-                                         name=f"numpy-transformer worker {number}")
-                worker.start()
-                there.close()
-                self.connections.append(here)
-                self.workers.append(worker)
+            self.transport = (transport or ForkTransport)(model, objective, self.label_smoothing, self.weights,
+                                                          self.slots)
         except BaseException:
             self.close()
             raise
+        self.pace = Pace(shared_only=not self.transport.paced)
+
+    @property
+    def workers(self):
+        """The worker processes of the fork transport (an empty list once closed, or over MPI)."""
+        return getattr(getattr(self, "transport", None), "workers", [])
 
     # One step.
 
@@ -183,6 +193,7 @@ class DataParallel:
         if before_update is None or before_update(loss, norm):
             with _one_thread(optimizer) if here else contextlib.nullcontext():
                 optimizer.step()
+            self.transport.updated()
         self.pace.took(here, time.perf_counter() - started, batch.n_tokens)
         return loss, norm
 
@@ -209,7 +220,7 @@ class DataParallel:
                 replies = [self._receive(number) for number in range(1, len(shards))]
         for shard_loss, _ in replies:
             loss += shard_loss
-        self._sum(replies, 1 if here else self.processes)
+        self._sum(replies, 1 if here else len(self._shares))
         return loss
 
     def _sum(self, replies, threads):
@@ -230,7 +241,7 @@ class DataParallel:
             add(range(len(self.parameters)))
             return
         if self._adders is None:
-            self._adders = ThreadPoolExecutor(self.processes, thread_name_prefix="gradient sum")
+            self._adders = ThreadPoolExecutor(len(self._shares), thread_name_prefix="gradient sum")
         list(self._adders.map(add, self._shares))
 
     def shards(self, batch):
@@ -269,9 +280,89 @@ class DataParallel:
                 self._send(number, ("call", (function, arguments)))
             return [self._receive(number) for number in range(1, self.processes)]
 
-    # The workers.
+    # The workers, through the transport.
 
     def _send(self, number, message):
+        self.transport.send(number, message)
+
+    def _receive(self, number):
+        """Worker `number`'s reply: its value; a worker's error raised here (`WorkerFailed`, or
+        MemoryError)."""
+        kind, value = self.transport.receive(number)
+        if kind == "error":
+            name, message, trace = value
+            if name == "MemoryError":                      # the step is not done: the last one is saved
+                raise self.transport.lost(number, f"ran out of memory (MemoryError{': ' + message if message else ''})")
+            raise WorkerFailed(f"{self.transport.name(number)} failed: {name}: {message}\n{trace}")
+        return value
+
+    @contextlib.contextmanager
+    def _failing_closes(self):
+        """An exception (Ctrl-C included) between sending work and receiving all of it leaves
+        replies unread: the workers are stopped, and the next `DataParallel` starts afresh."""
+        try:
+            yield
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        """Stop the workers and give the weights back their own memory."""
+        if getattr(self, "transport", None) is not None:
+            self.transport.close()
+        if self._adders is not None:
+            self._adders.shutdown()
+        self._adders = None
+        for p in self.parameters:
+            if any(p.data is shared for shared in self.weights.arrays):
+                p.data = p.data.copy()
+        self.slots = []
+        if self._blas is not None:
+            self._blas.restore_original_limits()
+            self._blas = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+
+class ForkTransport:
+    """The workers of `DataParallel` on this machine: P − 1 processes forked from this one, the
+    weights and the gradients' slots in memory they share with it; messages through pipes,
+    every wait supervised (the module docstring, "Supervision").
+
+    The interface of a transport (training/mpi.py has the other, `MpiTransport`):
+    send(number, message), receive(number) → ("done", value) or ("error", (name, message,
+    trace)) with a step's gradients in slot number − 1, updated() after every update of the
+    weights, name(number), lost(number, what) → a `WorkerLost`, close(); paced: whether a step may run here instead (`Pace`)."""
+    paced = True
+
+    def __init__(self, model, objective, label_smoothing, weights, slots):
+        self.connections, self.workers = [], []
+        context = multiprocessing.get_context("fork")
+        for number, slot in enumerate(slots, start=1):
+            here, there = context.Pipe()
+            worker = context.Process(target=_serve, args=(there, here, model, objective, label_smoothing,
+                                                          slot.arrays), daemon=True,
+                                     name=f"numpy-transformer worker {number}")
+            worker.start()
+            there.close()
+            self.connections.append(here)
+            self.workers.append(worker)
+
+    def updated(self):
+        """The weights live in shared memory: the workers read the update as it is made."""
+
+    def name(self, number):
+        return f"worker process {number}"
+
+    def lost(self, number, what):
+        """The `WorkerLost` error of worker `number`, saying `what` happened."""
+        return WorkerLost(number, self.workers[number - 1].pid, what)
+
+    def send(self, number, message):
         """Send worker `number` a message; one longer than SOCKET_ROOM (which may have to wait
         for the worker to read it) is sent by a thread while this one watches the worker."""
         connection, data, failed = self.connections[number - 1], ForkingPickler.dumps(message), []
@@ -290,20 +381,14 @@ class DataParallel:
         if failed:
             raise self._ended(number) from None
 
-    def _receive(self, number):
+    def receive(self, number):
         """Worker `number`'s reply, waited for POLL_SECONDS at a time (`_wait`)."""
         connection = self.connections[number - 1]
         try:
             self._wait(number, lambda: connection.poll(POLL_SECONDS))    # True also when the worker's end closed
-            kind, value = connection.recv()
+            return connection.recv()
         except (EOFError, OSError):
             raise self._ended(number) from None
-        if kind == "error":
-            name, message, trace = value
-            if name == "MemoryError":
-                raise MemoryError(message)
-            raise WorkerFailed(f"worker process {number} failed: {name}: {message}\n{trace}")
-        return value
 
     def _wait(self, number, done):
         """Call done() (which waits up to POLL_SECONDS) until it returns True; `WorkerLost` when
@@ -321,18 +406,8 @@ class DataParallel:
         worker.join(timeout=1)
         return WorkerLost(number, worker.pid, _ending(worker.exitcode))
 
-    @contextlib.contextmanager
-    def _failing_closes(self):
-        """An exception (Ctrl-C included) between sending work and receiving all of it leaves
-        replies unread: the workers are stopped, and the next `DataParallel` starts afresh."""
-        try:
-            yield
-        except BaseException:
-            self.close()
-            raise
-
     def close(self):
-        """Stop the workers and give the weights back their own memory."""
+        """Stop the workers."""
         for connection in self.connections:
             with contextlib.suppress(OSError, ValueError):
                 connection.send(None)
@@ -344,22 +419,7 @@ class DataParallel:
                 worker.join()
         for connection in self.connections:
             connection.close()
-        if self._adders is not None:
-            self._adders.shutdown()
-        self.connections, self.workers, self._adders = [], [], None
-        for p in self.parameters:
-            if any(p.data is shared for shared in self.weights.arrays):
-                p.data = p.data.copy()
-        self.slots = []
-        if self._blas is not None:
-            self._blas.restore_original_limits()
-            self._blas = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exception):
-        self.close()
+        self.connections, self.workers = [], []
 
 
 class Pace:
@@ -371,7 +431,8 @@ class Pace:
     can be slower than one (docs/performance.md, "Training on more cores")."""
     WARM_UP, SAMPLES, TRIAL_EVERY, TRIAL_STEPS = 2, 5, 100, 2
 
-    def __init__(self):
+    def __init__(self, shared_only=False):
+        self.shared_only = shared_only                # never here (the MPI transport: see training/mpi.py)
         self.steps, self.choice = 0, False
         self.seconds_per_token = {False: collections.deque(maxlen=self.SAMPLES),     # shared
                                   True: collections.deque(maxlen=self.SAMPLES)}      # here
@@ -379,6 +440,8 @@ class Pace:
     def here(self):
         """Whether the next step (or validation) runs here: the faster way so far, but the other
         one during a trial (from step 10 on, the first TRIAL_STEPS of every TRIAL_EVERY)."""
+        if self.shared_only:
+            return False
         return self.choice != bool(self._trial())
 
     def took(self, here, seconds, tokens):
@@ -458,6 +521,24 @@ def _set_states(generators, states):
         generator.bit_generator.state = state
 
 
+def answer(model, objective, label_smoothing, slot, message):
+    """A worker's reply to a "step", "call" or "map" message (kind, value): ("done", result), or
+    ("error", (name, message, trace)) when the work raised. A step's gradients go into `slot`."""
+    kind, value = message
+    try:
+        if kind == "step":
+            shard, states = value
+            model.train()
+            return "done", shard_into(model, objective, label_smoothing, shard, states, slot)
+        if kind == "call":
+            function, arguments = value
+            return "done", function(model, *arguments)
+        function, part, arguments = value
+        return "done", [function(model, item, *arguments) for item in part]
+    except Exception as error:                             # noqa: BLE001 (sent to the main process)
+        return "error", (type(error).__name__, str(error), traceback.format_exc())
+
+
 def _serve(connection, parents_end, model, objective, label_smoothing, slot):
     """A worker: answers "step", "call" and "map" messages until it reads None or its pipe closes."""
     parents_end.close()
@@ -472,20 +553,7 @@ def _serve(connection, parents_end, model, objective, label_smoothing, slot):
             return
         if message is None:
             return
-        kind, value = message
-        try:
-            if kind == "step":
-                shard, states = value
-                model.train()
-                reply = ("done", shard_into(model, objective, label_smoothing, shard, states, slot))
-            elif kind == "call":
-                function, arguments = value
-                reply = ("done", function(model, *arguments))
-            else:
-                function, part, arguments = value
-                reply = ("done", [function(model, item, *arguments) for item in part])
-        except Exception as error:                         # noqa: BLE001 (sent to the main process)
-            reply = ("error", (type(error).__name__, str(error), traceback.format_exc()))
+        reply = answer(model, objective, label_smoothing, slot, message)
         try:
             connection.send(reply)
         except (BrokenPipeError, OSError):
