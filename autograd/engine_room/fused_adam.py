@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from autograd.checks import checked_integer
+from autograd.engine_room import fused_clip
 from autograd.engine_room.blocks import blocks
 from autograd.plain_mode import is_plain
 
@@ -59,8 +60,10 @@ def adam_update_in_blocks(p, g, state, lr, beta1, beta2, eps, weight_decay, deco
 
 def share_updates(optimizer, threads):
     """`optimizer` (an `autograd.optim.Optimizer`) whose step shares its updates between `threads`
-    threads: itself for one thread, else wrapped in `SharedUpdates`."""
+    threads: itself for one thread, else wrapped in `SharedUpdates`. The gradient clip's passes
+    (`autograd.engine_room.fused_clip`) take the same number of threads from now on."""
     threads = checked_integer("threads", threads, low=1)
+    fused_clip.set_threads(threads)
     return optimizer if threads == 1 else SharedUpdates(optimizer, threads)
 
 
