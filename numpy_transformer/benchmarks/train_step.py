@@ -1,7 +1,7 @@
 """This project's training step against PyTorch's on the CPU: `numpy-transformer bench train-step`.
 
 For each configuration a full training step (forward, label-smoothed cross-entropy, backward,
-Adam update) of `numpy_transformer.model.Transformer` and of the same architecture in PyTorch
+the gradient-norm clip and Adam's update, as `train` makes it) of `numpy_transformer.model.Transformer` and of the same architecture in PyTorch
 (`torch.nn.Transformer` between token embeddings × √d + sinusoidal positions and the projection,
 as in tests/test_torch_model.py) on the same batch; for the decoder-only configurations, of
 `DecoderOnlyTransformer` and of `torch.nn.TransformerEncoder` with a causal mask between token
@@ -29,7 +29,15 @@ and with `Adam(fused=True)`, PyTorch at its best:
   /proc, a kernel that refuses or ignores the reset) the memory is reported as unavailable and
   the times are still measured.
 
-Dropout (0.1), label smoothing (0.1) and Adam's betas (0.9, 0.98) and eps (1e-9) are the
+The update at memory speed. The clip and Adam's update are elementwise: per float32 parameter
+they must read the gradient for the norm (4 bytes), read and write it to scale it (8), and read
+the parameter, its gradient and its two moments and write back all but the gradient (28): 40
+bytes (`UPDATE_BYTES`), which is also what PyTorch's `clip_grad_norm_` and fused Adam move.
+`copy_bandwidth` measures what the machine copies per second (a 256 MB `np.copyto`, read and
+write counted, on as many threads as the step), and each result gives the fraction of it the
+clip-and-update phase achieved: parameters × 40 bytes / its time / that bandwidth.
+
+Dropout (0.1), label smoothing (0.1), the clip at norm 1.0 and Adam's betas (0.9, 0.98) and eps (1e-9) are the
 thesis's. PyTorch is imported only here and only when the benchmark runs: it is an optional
 benchmark dependency, never one of the library.
 """
@@ -42,11 +50,14 @@ import time
 import numpy as np
 
 from numpy_transformer.inference import with_progress
+from numpy_transformer.parameter_count import analytic_parameter_count
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
 
 FRAMEWORKS = ("numpy", "torch", "torch_fused")
+CLIP_NORM = 1.0
+UPDATE_BYTES = 4 + 8 + 28       # per float32 parameter: the norm, the scaling, Adam (module docstring)
 LABELS = {"numpy": "NumPy", "torch": "PyTorch, default Adam", "torch_fused": "PyTorch, fused Adam"}
 TORCH_MISSING = ("PyTorch is not installed, so only the NumPy side was measured; "
                  "`pip install torch==2.13.0` (the CPU build) adds the comparison")
@@ -96,8 +107,10 @@ class NumpyTrainer:
         return BatchLoss().loss(model or self.model, self.batch)
 
     def step(self):
-        """(forward, backward, update) seconds of one step; with processes, the forward and the
-        backward are one phase, counted as the forward (and the backward as 0)."""
+        """(forward, backward, clip and update) seconds of one step; with processes, the forward
+        and the backward are one phase, counted as the forward (and the backward as 0)."""
+        from autograd.optim import clip_grad_norm
+
         start = time.perf_counter()
         self.optimizer.zero_grad()
         if self.parallel is not None:
@@ -108,6 +121,7 @@ class NumpyTrainer:
             forward = time.perf_counter()
             loss.backward()
             backward = time.perf_counter()
+        clip_grad_norm(self.model.parameters(), CLIP_NORM)
         self.optimizer.step()
         return forward - start, backward - forward, time.perf_counter() - backward
 
@@ -131,7 +145,7 @@ class TorchTrainer:
         self.batch = [torch.from_numpy(array) for array in (batch.src, batch.tgt_in, batch.tgt_out)]
 
     def step(self):
-        """(forward, backward, update) seconds of one step."""
+        """(forward, backward, clip and update) seconds of one step."""
         src, tgt_in, tgt_out = self.batch
         start = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
@@ -141,6 +155,7 @@ class TorchTrainer:
         forward = time.perf_counter()
         loss.backward()
         backward = time.perf_counter()
+        self.torch.nn.utils.clip_grad_norm_(self.model.parameters(), CLIP_NORM)
         self.optimizer.step()
         return forward - start, backward - forward, time.perf_counter() - backward
 
@@ -304,7 +319,9 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
     frameworks = FRAMEWORKS if import_torch(threads) is not None else FRAMEWORKS[:1]
     if len(frameworks) == 1:
         log(TORCH_MISSING)
-    results = []
+    results, bandwidth = [], copy_bandwidth(threads)
+    log(f"Memory bandwidth: {bandwidth / 1e9:.1f} GB/s (a 256 MB np.copyto on {threads} thread(s), read and write "
+        f"counted); the clip and update move {UPDATE_BYTES} bytes per parameter")
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
         times = {**dict.fromkeys(FRAMEWORKS), **time_steps(name, frameworks, threads, steps, warmup, split=split)}
@@ -321,12 +338,37 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
         for framework in FRAMEWORKS:
             if times[framework] is not None:
                 result[f"{framework}_phases_ms"] = [_rounded(median_ms(times[framework], part), 2) for part in range(3)]
+        result["parameters"] = analytic_parameter_count(config.model_config())["total"]
+        result["bandwidth_gb_s"] = round(bandwidth / 1e9, 2)
+        for framework in ("numpy", "torch_fused"):
+            if times[framework] is not None:
+                seconds = result[f"{framework}_phases_ms"][2] / 1e3
+                result[f"{framework}_update_bandwidth_fraction"] = \
+                    round(result["parameters"] * UPDATE_BYTES / seconds / bandwidth, 3)
         results.append(result)
         log(describe(config, result))
         if profile:
             log(profile_numpy_step(config))
     log(goals(results))
     return results
+
+
+def copy_bandwidth(threads, megabytes=256, repeats=5):
+    """Bytes per second that `threads` threads copy (read and write counted, each thread copying
+    its part of a `megabytes` array with np.copyto): the best of `repeats`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = np.ones(megabytes << 18, np.float32)
+    target = np.empty_like(source)
+    bounds = np.linspace(0, source.size, threads + 1).astype(int)
+    parts = [(target[a:b], source[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    best = float("inf")
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            list(pool.map(lambda part: np.copyto(*part), parts))
+            best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best
 
 
 def numpy_processes(config, threads, split):
@@ -359,8 +401,8 @@ def describe(config, result):
         phases = f"forward {forward:.1f}, backward {backward:.1f}"
         if framework == "numpy" and result.get("numpy_processes", 1) > 1:
             phases = f"forward and backward on {result['numpy_processes']} processes {forward:.1f}"
-        lines.append(f"  {LABELS[framework]:<22} {ms:8.1f} ms per step ({phases}, Adam {update:.1f})"
-                     + _peak_text(result, framework))
+        lines.append(f"  {LABELS[framework]:<22} {ms:8.1f} ms per step ({phases}, clip and Adam {update:.1f}"
+                     + _bandwidth_text(result, framework) + ")" + _peak_text(result, framework))
     if result["time_ratio"] is not None:
         lines.append(f"  NumPy / PyTorch: time {result['time_ratio']:.2f}× (default Adam), "
                      f"{result['time_ratio_fused']:.2f}× (fused Adam); memory {_ratio_text(result['memory_ratio'])}")
@@ -389,6 +431,12 @@ def _peak_text(result, framework):
         return ""
     peak = result[f"{framework}_peak_mb"]
     return ", peak memory unavailable" if peak is None else f", peak memory {peak:7.1f} MB"
+
+
+def _bandwidth_text(result, framework):
+    """", N % of the bandwidth" for a framework whose update's bandwidth fraction was computed."""
+    fraction = result.get(f"{framework}_update_bandwidth_fraction")
+    return "" if fraction is None else f" at {100 * fraction:.0f} % of the copy bandwidth"
 
 
 def _ratio_text(ratio):
