@@ -221,7 +221,8 @@ def test_bench_pretrained_loads_and_generates_a_small_gpt2_here_and_in_transform
 def test_bench_train_step_on_two_processes_shares_the_batch_and_counts_the_workers_memory():
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs 2 cores")
-    out, results = bench_json("train-step", "--configs", "tiny", "--steps", "2", "--warmup", "1", "--threads", "2")
+    out, results = bench_json("train-step", "--configs", "tiny", "--steps", "2", "--warmup", "1", "--threads", "2",
+                              "--split", "batch")
     (result,) = results
     assert result["numpy_processes"] == 2 and result["numpy_ms"] > 0 and result["numpy_peak_mb"] >= 0
     assert "forward and backward on 2 processes" in out

@@ -11,7 +11,8 @@ cache from the first pass to the last, and the temporaries are a block's size (w
 is measured in docs/performance.md).
 
 `sum_of_squares` does the same for a reduction: Σ a² in float64 without a float64 copy of the
-array, the same value bit for bit as NumPy's sum of the whole copy.
+array, the same value bit for bit as NumPy's sum of the whole copy. `balanced_shares` deals
+such work, array by array, between threads.
 """
 import numpy as np
 
@@ -70,3 +71,14 @@ def sum_of_squares(array):
         return pairwise(start, half) + pairwise(start + half, n - half)
 
     return float(pairwise(0, flat.size))
+
+
+def balanced_shares(updates, n):
+    """`updates` (tuples whose first item is an array: (parameter, gradient, state)) dealt into
+    n lists of about equal total size: the largest first, each to the lightest list so far."""
+    shares, sizes = [[] for _ in range(n)], [0] * n
+    for update in sorted(updates, key=lambda update: -update[0].size):
+        lightest = sizes.index(min(sizes))
+        shares[lightest].append(update)
+        sizes[lightest] += update[0].size
+    return shares

@@ -23,7 +23,7 @@ import numpy as np
 
 from autograd.checks import checked_integer
 from autograd.engine_room import fused_clip
-from autograd.engine_room.blocks import blocks
+from autograd.engine_room.blocks import balanced_shares, blocks
 from autograd.plain_mode import is_plain
 
 
@@ -91,14 +91,3 @@ class SharedUpdates:
         shares = self._pool.map(lambda share: [update(p, g, state, lr) for p, g, state in share],
                                 balanced_shares(updates, self.threads))
         list(shares)                                        # waits, and raises what a thread raised
-
-
-def balanced_shares(updates, n):
-    """`updates` (parameter, gradient, state) dealt into n lists of about equal total size: the
-    largest first, each to the lightest list so far."""
-    shares, sizes = [[] for _ in range(n)], [0] * n
-    for update in sorted(updates, key=lambda update: -update[0].size):
-        lightest = sizes.index(min(sizes))
-        shares[lightest].append(update)
-        sizes[lightest] += update[0].size
-    return shares

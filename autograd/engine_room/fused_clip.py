@@ -17,7 +17,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 from autograd.checks import checked_integer
-from autograd.engine_room.blocks import sum_of_squares
+from autograd.engine_room.blocks import balanced_shares, sum_of_squares
 
 _pool = {"threads": 1, "executor": None, "size": 0}
 
@@ -46,8 +46,6 @@ def _on_threads(function, arrays):
     threads = min(_pool["threads"], len(arrays))
     if threads <= 1:
         return [function(a) for a in arrays]
-    from autograd.engine_room.fused_adam import balanced_shares     # (fused_adam imports this module)
-
     if _pool["size"] != _pool["threads"]:
         if _pool["executor"] is not None:
             _pool["executor"].shutdown()

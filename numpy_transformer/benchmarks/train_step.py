@@ -51,7 +51,9 @@ import numpy as np
 
 from numpy_transformer.inference import with_progress
 from numpy_transformer.parameter_count import analytic_parameter_count
+from numpy_transformer.training import parallel
 from numpy_transformer.training.allocator import reuse_freed_memory
+from numpy_transformer.training.thread_plan import choose_split, describe_split
 from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
 
@@ -81,14 +83,13 @@ class NumpyTrainer:
     """This project's model, Adam (its update shared by `threads` threads) and one batch; `step()`
     is one training step. split: how the step uses `threads` > 1: "batch" (the batch's rows
     shared by `threads` processes, training/parallel.py), "blas" (one process, BLAS's threads)
-    or "auto", what `train --threads` does (`parallel.splits_batch`: batch below d_model 512)."""
+    or "auto", what `train --threads` does (the faster, measured: training/thread_plan.py)."""
 
     def __init__(self, config, batch, seed=0, threads=1, split="auto"):
         from autograd.engine_room import share_updates
         from autograd.optim import Adam
         from numpy_transformer.language_model import DecoderOnlyTransformer
         from numpy_transformer.model import Transformer
-        from numpy_transformer.training import parallel
 
         rng = np.random.default_rng(seed)
         model_class = DecoderOnlyTransformer if config.decoder_only else Transformer
@@ -96,9 +97,8 @@ class NumpyTrainer:
         self.optimizer = share_updates(Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS), threads)
         self.batch = batch
         self.parallel = None
-        if split == "auto":
-            split = "batch" if parallel.splits_batch(self.model) else "blas"
-        if threads > 1 and split == "batch" and parallel.available():
+        self.plan = choose_split(self.model, BatchLoss(), LABEL_SMOOTHING, batch, threads, split)
+        if threads > 1 and self.plan.split == "batch" and parallel.available():
             self.parallel = parallel.DataParallel(self.model, BatchLoss(), LABEL_SMOOTHING, threads)
 
     def loss(self, model=None):
@@ -319,15 +319,18 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
     frameworks = FRAMEWORKS if import_torch(threads) is not None else FRAMEWORKS[:1]
     if len(frameworks) == 1:
         log(TORCH_MISSING)
-    results, bandwidth = [], copy_bandwidth(threads)
+    results, bandwidth, requested = [], copy_bandwidth(threads), split
     log(f"Memory bandwidth: {bandwidth / 1e9:.1f} GB/s (a 256 MB np.copyto on {threads} thread(s), read and write "
         f"counted); the clip and update move {UPDATE_BYTES} bytes per parameter")
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
+        plan = numpy_plan(config, threads, requested)
+        split = plan.split
         times = {**dict.fromkeys(FRAMEWORKS), **time_steps(name, frameworks, threads, steps, warmup, split=split)}
-        processes = numpy_processes(config, threads, split)
+        processes = threads if threads > 1 and split == "batch" and parallel.available() else 1
         result = {"config": name, "decoder_only": config.decoder_only, "threads": threads, "steps": steps,
-                  "numpy_processes": processes,
+                  "numpy_processes": processes, "numpy_split": split if threads > 1 else None,
+                  "numpy_split_why": plan.why if threads > 1 else None,
                   **{f"{framework}_ms": None if times[framework] is None else _rounded(median_ms(times[framework]), 2)
                      for framework in FRAMEWORKS},
                   "numpy_peak_mb": _rounded(peak_memory_mb(name, "numpy", threads, split), 1),
@@ -371,13 +374,17 @@ def copy_bandwidth(threads, megabytes=256, repeats=5):
     return 2 * source.nbytes / best
 
 
-def numpy_processes(config, threads, split):
-    """How many processes NumPy's side runs (`NumpyTrainer`)."""
-    from numpy_transformer.training import parallel
+def numpy_plan(config, threads, split):
+    """The thread plan of NumPy's side (training/thread_plan.py: `split`, or with "auto" and
+    threads > 1 the faster way for this configuration on this machine, measured or cached)."""
+    from numpy_transformer.language_model import DecoderOnlyTransformer
+    from numpy_transformer.model import Transformer
 
-    if split == "auto":
-        split = "batch" if config.model_config().d_model < parallel.SPLIT_BELOW_D_MODEL else "blas"
-    return threads if threads > 1 and split == "batch" and parallel.available() else 1
+    if threads < 2 or split != "auto":
+        return choose_split(None, None, LABEL_SMOOTHING, None, threads, split)
+    model_class = DecoderOnlyTransformer if config.decoder_only else Transformer
+    model = model_class(config.model_config(), np.random.default_rng(0)).train()
+    return choose_split(model, BatchLoss(), LABEL_SMOOTHING, make_batch(config), threads, split)
 
 
 def _ratio(numerator, denominator):
@@ -403,6 +410,9 @@ def describe(config, result):
             phases = f"forward and backward on {result['numpy_processes']} processes {forward:.1f}"
         lines.append(f"  {LABELS[framework]:<22} {ms:8.1f} ms per step ({phases}, clip and Adam {update:.1f}"
                      + _bandwidth_text(result, framework) + ")" + _peak_text(result, framework))
+    if result.get("numpy_split_why"):
+        lines.append(f"  NumPy's {result['threads']} threads: {describe_split(result['numpy_split'], result['threads'])} "
+                     f"({result['numpy_split_why']})")
     if result["time_ratio"] is not None:
         lines.append(f"  NumPy / PyTorch: time {result['time_ratio']:.2f}× (default Adam), "
                      f"{result['time_ratio_fused']:.2f}× (fused Adam); memory {_ratio_text(result['memory_ratio'])}")
