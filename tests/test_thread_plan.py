@@ -36,7 +36,8 @@ def test_auto_takes_the_faster_way_measured_and_then_reads_it_from_the_cache(tmp
     cache = tmp_path / "plans.json"
     plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=cache)
     assert plan.seconds["batch"] > 0 and plan.seconds["blas"] > 0
-    assert plan.split == min(plan.seconds, key=plan.seconds.get) and "measured now" in plan.why
+    faster = plan.seconds["batch"] < (1 - thread_plan.MARGIN) * plan.seconds["blas"]
+    assert plan.split == ("batch" if faster else "blas") and "measured now" in plan.why
     assert json.loads(cache.read_text()) == {machine_key(model, batch, 2): plan.seconds}
     monkeypatch.setattr(thread_plan, "measure", lambda *args: pytest.fail("measured again"))
     again = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=cache)
@@ -59,6 +60,14 @@ def test_a_cache_that_is_not_json_is_measured_again_and_rewritten(tmp_path, monk
     monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": 0.5, "blas": 0.25})
     assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=cache).split == "blas"
     assert json.loads(cache.read_text()) == {machine_key(model, batch, 2): {"batch": 0.5, "blas": 0.25}}
+
+
+@pytest.mark.parametrize("batch_seconds, split", [(0.5, "batch"), (0.97, "blas"), (1.2, "blas")])
+def test_the_batch_is_split_only_when_that_is_faster_by_the_margin(tmp_path, monkeypatch, batch_seconds, split):
+    monkeypatch.setattr(parallel, "available", lambda: True)
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": batch_seconds, "blas": 1.0})
+    model, batch = tiny()
+    assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=False).split == split
 
 
 @needs_fork

@@ -9,8 +9,10 @@ Which is faster depends on the model's width and the batch (how much of a step t
 products take, which BLAS's threads share, against the elementwise work and Python's overhead
 per op, which they do not), on the CPU, its BLAS kernels and the libraries' versions.
 `choose_split` measures it: the forward and backward of the run's next batch, both ways in
-turn, `STEPS` times each after one untimed step each, and takes the way of the lower median
-(a few seconds for the thesis's models). The answer is kept in the user's cache folder
+turn, `STEPS` times each after one untimed step each, and splits the batch if that is faster by
+more than `MARGIN` (a few seconds for the thesis's models). The margin favours one process
+where the two are close, because every worker process holds a copy of the gradients (for the
+d_model 512 models, 1.4–1.5 times PyTorch's peak memory on two processes: docs/performance.md). The answer is kept in the user's cache folder
 (`cache_path`), under a key of the CPU, its cores, N, the versions of Python, NumPy and BLAS (with
 its kernels) and the model's and the batch's shapes, so the next run of that model on that
 machine reads it instead of measuring.
@@ -40,6 +42,7 @@ from numpy_transformer.training.atomic_files import atomic_write_text
 
 SPLITS = ("auto", "batch", "blas")
 STEPS = 3                         # timed steps each way (after one untimed step each)
+MARGIN = 0.05                     # the batch is split if that takes less than 1 − MARGIN of the time
 CACHE_FILE = "thread-plans.json"
 
 
@@ -73,7 +76,7 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
         source = "measured now"
     else:
         source = f"measured before on this machine, kept in {path}"
-    split = "batch" if known["batch"] < known["blas"] else "blas"
+    split = "batch" if known["batch"] < (1 - MARGIN) * known["blas"] else "blas"
     return Plan(split, known, f"a forward and backward took {1e3 * known['batch']:.1f} ms on {processes} processes "
                               f"and {1e3 * known['blas']:.1f} ms with {processes} BLAS threads ({source})")
 
