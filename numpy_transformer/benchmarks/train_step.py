@@ -60,6 +60,7 @@ from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SM
 FRAMEWORKS = ("numpy", "torch", "torch_fused")
 CLIP_NORM = 1.0
 UPDATE_BYTES = 4 + 8 + 28       # per float32 parameter: the norm, the scaling, Adam (module docstring)
+UPDATE_GOAL = 1.3               # the clip and update's time against PyTorch's clip_grad_norm_ and fused Adam
 LABELS = {"numpy": "NumPy", "torch": "PyTorch, default Adam", "torch_fused": "PyTorch, fused Adam"}
 TORCH_MISSING = ("PyTorch is not installed, so only the NumPy side was measured; "
                  "`pip install torch==2.13.0` (the CPU build) adds the comparison")
@@ -421,7 +422,8 @@ def describe(config, result):
 
 def goals(results):
     """The goals against PyTorch at its best (time ≤ 1.0 × fused Adam's, memory ≤ 1.0 ×) with
-    the measured figures."""
+    the measured figures, and where the phases were measured, the clip and update's time against
+    fused Adam's (goal ≤ UPDATE_GOAL ×)."""
     compared = [r for r in results if r["time_ratio_fused"] is not None]
     if not compared:
         return "Goals: not checked (no PyTorch figures)."
@@ -430,8 +432,17 @@ def goals(results):
         memory = r["memory_ratio"]
         met = r["time_ratio_fused"] <= 1.0 and (memory is None or memory <= 1.0)
         verdict = ("met" if met else "missed") + (" (time only)" if memory is None else "")
-        lines.append(f"- {r['config']}: time {r['time_ratio_fused']:.2f}×, memory {_ratio_text(memory)} — {verdict}")
+        lines.append(f"- {r['config']}: time {r['time_ratio_fused']:.2f}×, memory {_ratio_text(memory)} — {verdict}"
+                     + _update_goal_text(r))
     return "\n".join(lines)
+
+
+def _update_goal_text(result):
+    """"; clip and update N× (≤ 1.3: met)" where both frameworks' phases were measured."""
+    update = _ratio(*(result.get(f"{framework}_phases_ms", [None] * 3)[2] for framework in ("numpy", "torch_fused")))
+    if update is None:
+        return ""
+    return f"; clip and update {update:.2f}× (≤ {UPDATE_GOAL}: {'met' if update <= UPDATE_GOAL else 'missed'})"
 
 
 def _peak_text(result, framework):
