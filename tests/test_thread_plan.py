@@ -16,6 +16,12 @@ from run_helpers import tiny_configs
 needs_fork = pytest.mark.skipif(not parallel.available(), reason="data parallelism runs on Linux")
 
 
+@pytest.fixture(autouse=True)
+def idle(monkeypatch):
+    """The tests' machine counts as idle (a measurement is kept) unless a test says otherwise."""
+    monkeypatch.setattr(thread_plan, "machine_busy", lambda: 0.0)
+
+
 def tiny(seed=0):
     config = CONFIGS["tiny"]
     return Transformer(config.model_config(), np.random.default_rng(seed)).train(), make_batch(config)
@@ -68,6 +74,25 @@ def test_the_batch_is_split_only_when_that_is_faster_by_the_margin(tmp_path, mon
     monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": batch_seconds, "blas": 1.0})
     model, batch = tiny()
     assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=False).split == split
+
+
+@needs_fork
+def test_a_measurement_on_a_busy_machine_decides_the_run_but_is_not_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(thread_plan, "machine_busy", lambda: 6.5)
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": 0.5, "blas": 1.0})
+    model, batch = tiny()
+    plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=tmp_path / "plans.json")
+    assert plan.split == "batch" and "not kept, other work kept the cores busy (load 6.5)" in plan.why
+    assert not (tmp_path / "plans.json").exists()
+
+
+def test_the_machine_is_busy_when_the_load_exceeds_half_the_cores_and_one(monkeypatch):
+    monkeypatch.undo()
+    monkeypatch.setattr(thread_plan.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (2.4, 0.0, 0.0))
+    assert thread_plan.machine_busy() == 0.0
+    monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (2.6, 0.0, 0.0))
+    assert thread_plan.machine_busy() == 2.6
 
 
 @needs_fork

@@ -15,7 +15,10 @@ where the two are close, because every worker process holds a copy of the gradie
 d_model 512 models, 1.4–1.5 times PyTorch's peak memory on two processes: docs/performance.md). The answer is kept in the user's cache folder
 (`cache_path`), under a key of the CPU, its cores, N, the versions of Python, NumPy and BLAS (with
 its kernels) and the model's and the batch's shapes, so the next run of that model on that
-machine reads it instead of measuring.
+machine reads it instead of measuring. A measurement taken while other work keeps the cores
+busy (`machine_busy`) decides this run only and is not kept: under such load the way that wins
+is not the one that wins on the user's machine when it is theirs (delete the file to measure
+again, or give `--split`).
 
 The measurement changes nothing in the run: no weight is updated, the gradients are dropped,
 and the dropout generators are put back where they were. What the choice changes is what
@@ -70,10 +73,11 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
     path = cache_path() if cache is None else cache
     known = _read(path).get(key) if path else None
     if known is None:
+        busy = machine_busy()
         known = measure(model, objective, label_smoothing, batch, processes)
-        if path:
+        if path and not busy:
             _write(path, key, known)
-        source = "measured now"
+        source = f"measured now; not kept, other work kept the cores busy (load {busy:.1f})" if busy else "measured now"
     else:
         source = f"measured before on this machine, kept in {path}"
     split = "batch" if known["batch"] < (1 - MARGIN) * known["blas"] else "blas"
@@ -121,6 +125,16 @@ def measure(model, objective, label_smoothing, batch, processes, steps=STEPS):
         for generator, state in zip(generators, states):
             generator.bit_generator.state = state
     return {way: statistics.median(times) for way, times in seconds.items()}
+
+
+def machine_busy():
+    """The 1-minute load average if it says other work keeps more than half the cores busy
+    (above cores / 2 + 0.5, this process counting for one), else 0.0 (also where there is none)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+    return load if load > (os.cpu_count() or 1) / 2 + 0.5 else 0.0
 
 
 def machine_key(model, batch, processes):
