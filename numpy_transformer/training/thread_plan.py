@@ -12,10 +12,10 @@ per op, which they do not), on the CPU, its BLAS kernels and the libraries' vers
 turn, `STEPS` times each after one untimed step each, and splits the batch if that is faster by
 more than `MARGIN` (a few seconds for the thesis's models). The margin favours one process
 where the two are close, because every worker process holds a copy of the gradients (for the
-d_model 512 models, 1.4–1.5 times PyTorch's peak memory on two processes: docs/performance.md). The answer is kept in the user's cache folder
-(`cache_path`), under a key of the CPU, its cores, N, the versions of Python, NumPy and BLAS (with
-its kernels) and the model's and the batch's shapes, so the next run of that model on that
-machine reads it instead of measuring. A measurement taken while other work keeps the cores
+d_model 512 models, 1.4–1.5 times PyTorch's peak memory on two processes: docs/performance.md).
+The answer is kept in the user's cache folder (`cache_path`), under a key of the CPU, its
+cores, N, the versions of Python, NumPy and BLAS (with its kernels) and the model's and the
+batch's shapes, so the next run of that model on that machine reads it instead of measuring. A measurement taken while other work keeps the cores
 busy (`machine_busy`) decides this run only and is not kept: under such load the way that wins
 is not the one that wins on the user's machine when it is theirs (delete the file to measure
 again, or give `--split`).
