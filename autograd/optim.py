@@ -16,6 +16,8 @@ docstring. By default Adam and AdamW run the engine room's form instead
 the same numbers bit for bit; inside `with autograd.plain():` every optimizer runs `_update`.
 `step()` updates one parameter after another; the engine room's `share_updates(optimizer,
 threads)` deals them between threads instead (the training loop's choice, the CLI's --threads).
+`grad_norm` and `clip_grad_norm` likewise run the engine room's form outside `autograd.plain()`
+(`autograd.engine_room.fused_clip`: a block at a time, on those threads), the same numbers.
 
 Updates happen in place on `p.data` and keep its dtype: float32 parameters stay float32, and so
 do their moments. (Hyper-parameters are kept as Python floats on purpose: under NumPy 2 a
@@ -28,6 +30,7 @@ import numpy as np
 
 from autograd.engine import Tensor
 from autograd.engine_room.fused_adam import adam_update_in_blocks
+from autograd.engine_room.fused_clip import grad_norm_in_blocks, scale_in_place
 from autograd.plain_mode import is_plain
 
 
@@ -248,6 +251,8 @@ def grad_norm(params):
     """The global ℓ2 norm of the gradients, ‖(g_1, ..., g_n)‖ = √(Σ_i ‖g_i‖²), as a float
     (summed in float64); None grads are ignored."""
     grads = [p.grad for _, p in _named(params) if p.grad is not None]
+    if not is_plain():
+        return grad_norm_in_blocks(grads)               # the engine room's: the same float, bit for bit
     return math.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in grads))
 
 
@@ -266,6 +271,9 @@ def clip_grad_norm(params, max_norm):
     grads = [p.grad for _, p in _named(params) if p.grad is not None]
     if math.isfinite(norm) and norm > max_norm:
         scale = max_norm / norm
+        if not is_plain():
+            scale_in_place(grads, scale)                # the engine room's: the same, on threads
+            return norm
         for g in grads:
             g *= scale
     return norm

@@ -117,7 +117,8 @@ def trained_model(args, n_heads, directory):
                                 tokenizers=(checkpoint.src_tokenizer, checkpoint.tgt_tokenizer))
             print(f"(reusing the model trained in {directory} with these settings; --retrain trains it again)")
             return checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, data.splits
-    run = Run.new(directory, *settings, overwrite=True, report=None, threads=args.threads, progress=on_terminal())
+    run = Run.new(directory, *settings, overwrite=True, report=None, threads=args.threads, split="auto",
+                  progress=on_terminal())
     start = time.perf_counter()
     result = run.train()
     print(f"trained {result.step} steps in {time.perf_counter() - start:.0f} s, validation loss "

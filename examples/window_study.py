@@ -111,7 +111,7 @@ def train(args, pair, seed):
                     log_every=max(args.steps // 10, 1), checkpoint_every=args.steps)
     directory = Path(args.out) / f"{pair.split()[-1].lower()}-seed{seed}"
     run = Run.new(directory, *resolve("thesis-8-heads", model, training, data_settings(args, pair)),
-                  overwrite=True, report=None, threads=args.threads, progress=on_terminal())
+                  overwrite=True, report=None, threads=args.threads, split="auto", progress=on_terminal())
     start = time.perf_counter()
     result = run.train()
     print(f"{pair}, seed {seed}: trained {result.step} steps in {time.perf_counter() - start:.0f} s, validation "

@@ -59,7 +59,8 @@ def test_the_command_line_has_bench_attention():
 # --- bench train-step and bench decode ---------------------------------------------------------
 
 TRAIN_STEP_KEYS = {"config", "decoder_only", "numpy_ms", "torch_ms", "torch_fused_ms", "numpy_peak_mb",
-                   "torch_peak_mb", "time_ratio", "time_ratio_fused", "memory_ratio"}
+                   "torch_peak_mb", "time_ratio", "time_ratio_fused", "memory_ratio", "parameters", "bandwidth_gb_s",
+                   "numpy_update_bandwidth_fraction", "numpy_split"}
 
 
 def torch_installed():
@@ -88,6 +89,12 @@ def test_bench_train_step_on_the_tiny_configurations_ends_with_the_json_line():
         else:
             assert result["torch_ms"] > 0 and result["torch_fused_ms"] > 0 and result["torch_peak_mb"] >= 0
             assert f"{result['config']}: time" in out                          # the goals' lines
+            assert 0 < result["torch_fused_update_bandwidth_fraction"] and "clip and update" in out
+        assert result["parameters"] > 0 and result["bandwidth_gb_s"] > 0
+        achieved = result["parameters"] * 40 / (result["numpy_phases_ms"][2] / 1e3)      # bytes per second
+        assert 0 < result["numpy_update_bandwidth_fraction"] == \
+            pytest.approx(achieved / (result["bandwidth_gb_s"] * 1e9), rel=0.01, abs=1e-3)
+    assert "Memory bandwidth: " in out and "of the copy bandwidth" in out
     assert "gpt-tiny: a seconds-long decoder-only run" in out and "vocabulary 60" in out
 
 
@@ -126,6 +133,11 @@ def test_the_train_step_goals_judge_against_fused_adam_and_say_met_or_missed():
                                                "- base: time 1.20×, memory 0.90× — missed",
                                                "- gpt-small: time 0.80×, memory 1.10× — missed"]
     assert goals([{"config": "tiny", "time_ratio_fused": None}]) == "Goals: not checked (no PyTorch figures)."
+    phases = {"config": "base", "time_ratio_fused": 0.9, "memory_ratio": 0.9, "numpy_phases_ms": [300, 500, 130],
+              "torch_fused_phases_ms": [350, 600, 100]}
+    assert goals([phases]).splitlines()[1] == "- base: time 0.90×, memory 0.90× — met; clip and update 1.30× (≤ 1.3: met)"
+    phases["numpy_phases_ms"][2] = 140
+    assert goals([phases]).splitlines()[1].endswith("clip and update 1.40× (≤ 1.3: missed)")
 
 
 @pytest.mark.torch
@@ -221,7 +233,8 @@ def test_bench_pretrained_loads_and_generates_a_small_gpt2_here_and_in_transform
 def test_bench_train_step_on_two_processes_shares_the_batch_and_counts_the_workers_memory():
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs 2 cores")
-    out, results = bench_json("train-step", "--configs", "tiny", "--steps", "2", "--warmup", "1", "--threads", "2")
+    out, results = bench_json("train-step", "--configs", "tiny", "--steps", "2", "--warmup", "1", "--threads", "2",
+                              "--split", "batch")
     (result,) = results
     assert result["numpy_processes"] == 2 and result["numpy_ms"] > 0 and result["numpy_peak_mb"] >= 0
     assert "forward and backward on 2 processes" in out

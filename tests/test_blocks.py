@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from autograd.engine_room.blocks import BLOCK, blocks, in_blocks
+from autograd.engine_room.blocks import BLOCK, blocks, in_blocks, sum_of_squares
 
 
 @pytest.mark.parametrize("size", [7, BLOCK, BLOCK + 1, 2 * BLOCK + 100, 5 * BLOCK - 3])
@@ -34,3 +34,19 @@ def test_in_blocks_gives_the_values_of_one_call_and_the_dtype_asked():
     assert np.array_equal(result, (np.exp(x) * y).astype(np.float32))
     assert len(calls) == 4 and sum(calls) == x.size
     assert in_blocks(f, x[0, :5], y[0, :5], dtype=np.float64).shape == (5,)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(5,), (BLOCK,), (BLOCK + 1,), (3 * BLOCK - 7,), (1000003,), (7, 3 * BLOCK + 5),
+                                   (512, 2048)])
+def test_sum_of_squares_is_numpys_float64_sum_bit_for_bit(shape, dtype):
+    """The same tree of sums as NumPy's pairwise sum of the whole float64 copy: equal, not
+    close (float32 squares are exact in float64, so only the order of the sums could differ)."""
+    rng = np.random.default_rng(sum(shape))
+    a = (rng.standard_normal(shape) * rng.uniform(0.01, 100, shape[-1])).astype(dtype)
+    assert sum_of_squares(a) == float(np.sum(np.square(a, dtype=np.float64)))
+
+
+def test_sum_of_squares_of_a_view_that_is_not_contiguous_is_the_plain_sum():
+    a = np.random.default_rng(0).standard_normal((3 * BLOCK, 2)).astype(np.float32)[:, 1]
+    assert sum_of_squares(a) == float(np.sum(np.square(a, dtype=np.float64)))

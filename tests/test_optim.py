@@ -288,6 +288,25 @@ def test_clip_grad_norm_keeps_float32_and_accumulates_in_float64():
     np.testing.assert_allclose(w.grad, 0.5, rtol=1e-7)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("max_norm", [None, 1.0, 1e9])
+def test_the_engine_room_clip_is_the_plain_clip_bit_for_bit(threads, max_norm):
+    """autograd.engine_room.fused_clip (the norm a block at a time, both passes on the threads
+    that share_updates set): the plain form's norm and clipped gradients, equal, not close."""
+    def clipped(plain):
+        params = [parameter(*shape, dtype=np.float32, seed=i) for i, shape in enumerate(SHAPES)]
+        for i, p in enumerate(params):
+            p.grad = None if i == 4 else (np.random.default_rng(i).standard_normal(p.shape) * (i + 1)).astype(np.float32)
+        share_updates(SGD(params, lr=0.1), threads)
+        with autograd.plain() if plain else contextlib.nullcontext():
+            norm = clip_grad_norm(params, max_norm)
+        share_updates(SGD(params, lr=0.1), 1)
+        return norm, [p.grad for p in params if p.grad is not None]
+    (norm, grads), (plain_norm, plain_grads) = clipped(False), clipped(True)
+    assert norm == plain_norm and norm > 1.0
+    assert all(np.array_equal(g, h) and g.dtype == h.dtype == np.float32 for g, h in zip(grads, plain_grads))
+
+
 def test_clip_grad_norm_leaves_non_finite_gradients_alone():
     w = parameter(2)
     w.grad = np.array([np.inf, 1.0])

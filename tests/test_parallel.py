@@ -322,14 +322,11 @@ def test_an_interrupt_inside_a_shared_step_saves_the_last_completed_step(tmp_pat
     assert_same_weights(weights(resumed.model), weights(whole.model))
 
 
-def test_narrow_models_split_the_batch_and_wide_ones_give_blas_the_threads(tmp_path):
-    assert parallel.splits_batch(_translation()[0]())                      # d_model 16
-    wide = Run.new(tmp_path / "wide", *tiny_configs(model={"d_model": 512, "n_heads": 2, "d_ff": 64},
-                                                    training={"steps": 2}), report=None, threads=2)
-    assert not parallel.splits_batch(wide.model)
-    with wide:
-        wide.train()
-        assert wide.trainer.parallel is None
+def test_a_run_that_gives_blas_the_threads_stays_in_one_process(tmp_path):
+    run = Run.new(tmp_path / "blas", *tiny_configs(training={"steps": 2}), report=None, threads=2, split="blas")
+    with run:
+        run.train()
+        assert run.trainer.parallel is None and run.trainer.state.split == "blas"
 
 
 def test_while_it_runs_blas_has_one_thread_here_and_in_the_workers():
@@ -443,7 +440,7 @@ def test_pace_takes_the_faster_way_and_tries_the_other_now_and_then():
 TRAIN = [sys.executable, "-m", "numpy_transformer.cli", "train", "--dataset", "builtin", "--tokenizer", "word",
          "--no-shared-vocabulary", "--n-pairs", "400", "--steps", "100000", "--d-model", "16", "--n-heads", "2",
          "--d-ff", "32", "--batch-size", "16", "--max-len", "32", "--eval-every", "5", "--checkpoint-every", "5",
-         "--samples", "0", "--beam", "1", "--quiet", "--threads", "2"]
+         "--samples", "0", "--beam", "1", "--quiet", "--threads", "2", "--split", "batch"]
 
 
 @contextlib.contextmanager

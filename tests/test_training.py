@@ -17,7 +17,6 @@ from autograd.engine_room.fused_adam import SharedUpdates
 from autograd.optim import SGD, Adam
 from numpy_transformer.data import WordTokenizer, encode_pairs, load_dataset_splits
 from numpy_transformer.training.evaluation import mean_cross_entropy
-from numpy_transformer.training import parallel
 from numpy_transformer.training.run import Run
 from numpy_transformer.model import Transformer
 from numpy_transformer.training.presets import PRESETS
@@ -103,9 +102,9 @@ def test_two_optimizer_threads_in_one_process_train_the_same_run_as_one(tmp_path
     """With BLAS's threads (a wide model's way, training/parallel.py) a second thread changes
     nothing: the update is the same bit for bit. (Split between processes, the run follows
     the one-process run up to rounding: tests/test_parallel.py.)"""
-    monkeypatch.setattr(parallel, "splits_batch", lambda model: False)
     one, _ = train_tiny(tmp_path, "one")
-    two = Run.new(tmp_path / "two", *tiny_configs(training={"seed": 0, "steps": 10}), report=None, threads=2)
+    two = Run.new(tmp_path / "two", *tiny_configs(training={"seed": 0, "steps": 10}), report=None, threads=2,
+                  split="blas")
     two.train()
     assert isinstance(one.optimizer, Adam) and (type(two.optimizer), two.optimizer.threads) == (SharedUpdates, 2)
     assert two.trainer.parallel is None

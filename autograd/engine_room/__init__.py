@@ -14,7 +14,7 @@ _PUBLIC = {
     "batch_rows": "dropout_masks",        # the dropout draws of rows start:stop of a batch (a shard)
     "share_updates": "fused_adam",        # an optimizer whose step is dealt between threads
     "SharedUpdates": "fused_adam",
-    "balanced_shares": "fused_adam",      # arrays dealt into n shares of about equal size
+    "balanced_shares": "blocks",          # arrays dealt into n shares of about equal size
     "softmax_array": "fused_softmax",     # softmax and log-softmax of plain arrays (decoding)
     "log_softmax_array": "fused_softmax",
 }

@@ -9,6 +9,10 @@ whole of a large array reads and writes main memory at every pass, and its tempo
 large as the array. Made block by block, a block's arrays and temporaries stay in the core's
 cache from the first pass to the last, and the temporaries are a block's size (what that saves
 is measured in docs/performance.md).
+
+`sum_of_squares` does the same for a reduction: Σ a² in float64 without a float64 copy of the
+array, the same value bit for bit as NumPy's sum of the whole copy. `balanced_shares` deals
+such work, array by array, between threads.
 """
 import numpy as np
 
@@ -41,3 +45,40 @@ def in_blocks(function, *arrays, dtype):
     for out_block, *input_blocks in blocks(out, *arrays):
         out_block[...] = function(*input_blocks)
     return out
+
+
+def sum_of_squares(array):
+    """Σ a² over every entry of `array`, summed in float64, as a float: the value of
+    `np.sum(np.square(array, dtype=np.float64))` bit for bit, without that float64 copy.
+
+    NumPy sums a contiguous float64 array pairwise: a part of n > 128 entries is the sum of its
+    first n₂ = ⌊n/2⌋ − (⌊n/2⌋ mod 8) entries and of the rest, each summed the same way. Here the
+    parts are split the same way down to at most BLOCK entries; each is squared into one float64
+    buffer that stays in the cache and summed by NumPy (the same pairwise sum from there down),
+    and the sums are added back up the same tree. (tests/test_blocks.py checks the bits.)"""
+    flat = array.reshape(-1) if array.flags.c_contiguous else None
+    if flat is None or flat.size <= BLOCK:
+        return float(np.sum(np.square(array, dtype=np.float64)))
+    buffer = np.empty(BLOCK, np.float64)
+
+    def pairwise(start, n):
+        if n <= BLOCK:
+            squares = buffer[:n]
+            np.copyto(squares, flat[start:start + n])          # float64 squares of float32 are exact
+            np.square(squares, out=squares)
+            return np.sum(squares)
+        half = n // 2 - n // 2 % 8
+        return pairwise(start, half) + pairwise(start + half, n - half)
+
+    return float(pairwise(0, flat.size))
+
+
+def balanced_shares(updates, n):
+    """`updates` (tuples whose first item is an array: (parameter, gradient, state)) dealt into
+    n lists of about equal total size: the largest first, each to the lightest list so far."""
+    shares, sizes = [[] for _ in range(n)], [0] * n
+    for update in sorted(updates, key=lambda update: -update[0].size):
+        lightest = sizes.index(min(sizes))
+        shares[lightest].append(update)
+        sizes[lightest] += update[0].size
+    return shares

@@ -22,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from autograd.checks import checked_integer
-from autograd.engine_room.blocks import blocks
+from autograd.engine_room import fused_clip
+from autograd.engine_room.blocks import balanced_shares, blocks
 from autograd.plain_mode import is_plain
 
 
@@ -59,8 +60,10 @@ def adam_update_in_blocks(p, g, state, lr, beta1, beta2, eps, weight_decay, deco
 
 def share_updates(optimizer, threads):
     """`optimizer` (an `autograd.optim.Optimizer`) whose step shares its updates between `threads`
-    threads: itself for one thread, else wrapped in `SharedUpdates`."""
+    threads: itself for one thread, else wrapped in `SharedUpdates`. The gradient clip's passes
+    (`autograd.engine_room.fused_clip`) take the same number of threads from now on."""
     threads = checked_integer("threads", threads, low=1)
+    fused_clip.set_threads(threads)
     return optimizer if threads == 1 else SharedUpdates(optimizer, threads)
 
 
@@ -88,14 +91,3 @@ class SharedUpdates:
         shares = self._pool.map(lambda share: [update(p, g, state, lr) for p, g, state in share],
                                 balanced_shares(updates, self.threads))
         list(shares)                                        # waits, and raises what a thread raised
-
-
-def balanced_shares(updates, n):
-    """`updates` (parameter, gradient, state) dealt into n lists of about equal total size: the
-    largest first, each to the lightest list so far."""
-    shares, sizes = [[] for _ in range(n)], [0] * n
-    for update in sorted(updates, key=lambda update: -update[0].size):
-        lightest = sizes.index(min(sizes))
-        shares[lightest].append(update)
-        sizes[lightest] += update[0].size
-    return shares

@@ -1,7 +1,7 @@
 """This project's training step against PyTorch's on the CPU: `numpy-transformer bench train-step`.
 
 For each configuration a full training step (forward, label-smoothed cross-entropy, backward,
-Adam update) of `numpy_transformer.model.Transformer` and of the same architecture in PyTorch
+the gradient-norm clip and Adam's update, as `train` makes it) of `numpy_transformer.model.Transformer` and of the same architecture in PyTorch
 (`torch.nn.Transformer` between token embeddings × √d + sinusoidal positions and the projection,
 as in tests/test_torch_model.py) on the same batch; for the decoder-only configurations, of
 `DecoderOnlyTransformer` and of `torch.nn.TransformerEncoder` with a causal mask between token
@@ -29,7 +29,15 @@ and with `Adam(fused=True)`, PyTorch at its best:
   /proc, a kernel that refuses or ignores the reset) the memory is reported as unavailable and
   the times are still measured.
 
-Dropout (0.1), label smoothing (0.1) and Adam's betas (0.9, 0.98) and eps (1e-9) are the
+The update at memory speed. The clip and Adam's update are elementwise: per float32 parameter
+they must read the gradient for the norm (4 bytes), read and write it to scale it (8), and read
+the parameter, its gradient and its two moments and write back all but the gradient (28): 40
+bytes (`UPDATE_BYTES`), which is also what PyTorch's `clip_grad_norm_` and fused Adam move.
+`copy_bandwidth` measures what the machine copies per second (a 256 MB `np.copyto`, read and
+write counted, on as many threads as the step), and each result gives the fraction of it the
+clip-and-update phase achieved: parameters × 40 bytes / its time / that bandwidth.
+
+Dropout (0.1), label smoothing (0.1), the clip at norm 1.0 and Adam's betas (0.9, 0.98) and eps (1e-9) are the
 thesis's. PyTorch is imported only here and only when the benchmark runs: it is an optional
 benchmark dependency, never one of the library.
 """
@@ -42,11 +50,17 @@ import time
 import numpy as np
 
 from numpy_transformer.inference import with_progress
+from numpy_transformer.parameter_count import analytic_parameter_count
+from numpy_transformer.training import parallel
 from numpy_transformer.training.allocator import reuse_freed_memory
+from numpy_transformer.training.thread_plan import choose_split, describe_split
 from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
 
 FRAMEWORKS = ("numpy", "torch", "torch_fused")
+CLIP_NORM = 1.0
+UPDATE_BYTES = 4 + 8 + 28       # per float32 parameter: the norm, the scaling, Adam (module docstring)
+UPDATE_GOAL = 1.3               # the clip and update's time against PyTorch's clip_grad_norm_ and fused Adam
 LABELS = {"numpy": "NumPy", "torch": "PyTorch, default Adam", "torch_fused": "PyTorch, fused Adam"}
 TORCH_MISSING = ("PyTorch is not installed, so only the NumPy side was measured; "
                  "`pip install torch==2.13.0` (the CPU build) adds the comparison")
@@ -70,14 +84,13 @@ class NumpyTrainer:
     """This project's model, Adam (its update shared by `threads` threads) and one batch; `step()`
     is one training step. split: how the step uses `threads` > 1: "batch" (the batch's rows
     shared by `threads` processes, training/parallel.py), "blas" (one process, BLAS's threads)
-    or "auto", what `train --threads` does (`parallel.splits_batch`: batch below d_model 512)."""
+    or "auto", what `train --threads` does (the faster, measured: training/thread_plan.py)."""
 
     def __init__(self, config, batch, seed=0, threads=1, split="auto"):
         from autograd.engine_room import share_updates
         from autograd.optim import Adam
         from numpy_transformer.language_model import DecoderOnlyTransformer
         from numpy_transformer.model import Transformer
-        from numpy_transformer.training import parallel
 
         rng = np.random.default_rng(seed)
         model_class = DecoderOnlyTransformer if config.decoder_only else Transformer
@@ -85,9 +98,8 @@ class NumpyTrainer:
         self.optimizer = share_updates(Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS), threads)
         self.batch = batch
         self.parallel = None
-        if split == "auto":
-            split = "batch" if parallel.splits_batch(self.model) else "blas"
-        if threads > 1 and split == "batch" and parallel.available():
+        self.plan = choose_split(self.model, BatchLoss(), LABEL_SMOOTHING, batch, threads, split)
+        if threads > 1 and self.plan.split == "batch" and parallel.available():
             self.parallel = parallel.DataParallel(self.model, BatchLoss(), LABEL_SMOOTHING, threads)
 
     def loss(self, model=None):
@@ -96,8 +108,10 @@ class NumpyTrainer:
         return BatchLoss().loss(model or self.model, self.batch)
 
     def step(self):
-        """(forward, backward, update) seconds of one step; with processes, the forward and the
-        backward are one phase, counted as the forward (and the backward as 0)."""
+        """(forward, backward, clip and update) seconds of one step; with processes, the forward
+        and the backward are one phase, counted as the forward (and the backward as 0)."""
+        from autograd.optim import clip_grad_norm
+
         start = time.perf_counter()
         self.optimizer.zero_grad()
         if self.parallel is not None:
@@ -108,6 +122,7 @@ class NumpyTrainer:
             forward = time.perf_counter()
             loss.backward()
             backward = time.perf_counter()
+        clip_grad_norm(self.model.parameters(), CLIP_NORM)
         self.optimizer.step()
         return forward - start, backward - forward, time.perf_counter() - backward
 
@@ -131,7 +146,7 @@ class TorchTrainer:
         self.batch = [torch.from_numpy(array) for array in (batch.src, batch.tgt_in, batch.tgt_out)]
 
     def step(self):
-        """(forward, backward, update) seconds of one step."""
+        """(forward, backward, clip and update) seconds of one step."""
         src, tgt_in, tgt_out = self.batch
         start = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
@@ -141,6 +156,7 @@ class TorchTrainer:
         forward = time.perf_counter()
         loss.backward()
         backward = time.perf_counter()
+        self.torch.nn.utils.clip_grad_norm_(self.model.parameters(), CLIP_NORM)
         self.optimizer.step()
         return forward - start, backward - forward, time.perf_counter() - backward
 
@@ -304,13 +320,18 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
     frameworks = FRAMEWORKS if import_torch(threads) is not None else FRAMEWORKS[:1]
     if len(frameworks) == 1:
         log(TORCH_MISSING)
-    results = []
+    results, bandwidth, requested = [], copy_bandwidth(threads), split
+    log(f"Memory bandwidth: {bandwidth / 1e9:.1f} GB/s (a 256 MB np.copyto on {threads} thread(s), read and write "
+        f"counted); the clip and update move {UPDATE_BYTES} bytes per parameter")
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
+        plan = numpy_plan(config, threads, requested)
+        split = plan.split
         times = {**dict.fromkeys(FRAMEWORKS), **time_steps(name, frameworks, threads, steps, warmup, split=split)}
-        processes = numpy_processes(config, threads, split)
+        processes = threads if threads > 1 and split == "batch" and parallel.available() else 1
         result = {"config": name, "decoder_only": config.decoder_only, "threads": threads, "steps": steps,
-                  "numpy_processes": processes,
+                  "numpy_processes": processes, "numpy_split": split if threads > 1 else None,
+                  "numpy_split_why": plan.why if threads > 1 else None,
                   **{f"{framework}_ms": None if times[framework] is None else _rounded(median_ms(times[framework]), 2)
                      for framework in FRAMEWORKS},
                   "numpy_peak_mb": _rounded(peak_memory_mb(name, "numpy", threads, split), 1),
@@ -321,6 +342,13 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
         for framework in FRAMEWORKS:
             if times[framework] is not None:
                 result[f"{framework}_phases_ms"] = [_rounded(median_ms(times[framework], part), 2) for part in range(3)]
+        result["parameters"] = analytic_parameter_count(config.model_config())["total"]
+        result["bandwidth_gb_s"] = round(bandwidth / 1e9, 2)
+        for framework in ("numpy", "torch_fused"):
+            if times[framework] is not None:
+                seconds = result[f"{framework}_phases_ms"][2] / 1e3
+                result[f"{framework}_update_bandwidth_fraction"] = \
+                    round(result["parameters"] * UPDATE_BYTES / seconds / bandwidth, 3)
         results.append(result)
         log(describe(config, result))
         if profile:
@@ -329,13 +357,35 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
     return results
 
 
-def numpy_processes(config, threads, split):
-    """How many processes NumPy's side runs (`NumpyTrainer`)."""
-    from numpy_transformer.training import parallel
+def copy_bandwidth(threads, megabytes=256, repeats=5):
+    """Bytes per second that `threads` threads copy (read and write counted, each thread copying
+    its part of a `megabytes` array with np.copyto): the best of `repeats`."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    if split == "auto":
-        split = "batch" if config.model_config().d_model < parallel.SPLIT_BELOW_D_MODEL else "blas"
-    return threads if threads > 1 and split == "batch" and parallel.available() else 1
+    source = np.ones(megabytes << 18, np.float32)
+    target = np.empty_like(source)
+    bounds = np.linspace(0, source.size, threads + 1).astype(int)
+    parts = [(target[a:b], source[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    best = float("inf")
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            list(pool.map(lambda part: np.copyto(*part), parts))
+            best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best
+
+
+def numpy_plan(config, threads, split):
+    """The thread plan of NumPy's side (training/thread_plan.py: `split`, or with "auto" and
+    threads > 1 the faster way for this configuration on this machine, measured or cached)."""
+    from numpy_transformer.language_model import DecoderOnlyTransformer
+    from numpy_transformer.model import Transformer
+
+    if threads < 2 or split != "auto":
+        return choose_split(None, None, LABEL_SMOOTHING, None, threads, split)
+    model_class = DecoderOnlyTransformer if config.decoder_only else Transformer
+    model = model_class(config.model_config(), np.random.default_rng(0)).train()
+    return choose_split(model, BatchLoss(), LABEL_SMOOTHING, make_batch(config), threads, split)
 
 
 def _ratio(numerator, denominator):
@@ -359,8 +409,11 @@ def describe(config, result):
         phases = f"forward {forward:.1f}, backward {backward:.1f}"
         if framework == "numpy" and result.get("numpy_processes", 1) > 1:
             phases = f"forward and backward on {result['numpy_processes']} processes {forward:.1f}"
-        lines.append(f"  {LABELS[framework]:<22} {ms:8.1f} ms per step ({phases}, Adam {update:.1f})"
-                     + _peak_text(result, framework))
+        lines.append(f"  {LABELS[framework]:<22} {ms:8.1f} ms per step ({phases}, clip and Adam {update:.1f}"
+                     + _bandwidth_text(result, framework) + ")" + _peak_text(result, framework))
+    if result.get("numpy_split_why"):
+        lines.append(f"  NumPy's {result['threads']} threads: {describe_split(result['numpy_split'], result['threads'])} "
+                     f"({result['numpy_split_why']})")
     if result["time_ratio"] is not None:
         lines.append(f"  NumPy / PyTorch: time {result['time_ratio']:.2f}× (default Adam), "
                      f"{result['time_ratio_fused']:.2f}× (fused Adam); memory {_ratio_text(result['memory_ratio'])}")
@@ -369,7 +422,8 @@ def describe(config, result):
 
 def goals(results):
     """The goals against PyTorch at its best (time ≤ 1.0 × fused Adam's, memory ≤ 1.0 ×) with
-    the measured figures."""
+    the measured figures, and where the phases were measured, the clip and update's time against
+    fused Adam's (goal ≤ UPDATE_GOAL ×)."""
     compared = [r for r in results if r["time_ratio_fused"] is not None]
     if not compared:
         return "Goals: not checked (no PyTorch figures)."
@@ -378,8 +432,17 @@ def goals(results):
         memory = r["memory_ratio"]
         met = r["time_ratio_fused"] <= 1.0 and (memory is None or memory <= 1.0)
         verdict = ("met" if met else "missed") + (" (time only)" if memory is None else "")
-        lines.append(f"- {r['config']}: time {r['time_ratio_fused']:.2f}×, memory {_ratio_text(memory)} — {verdict}")
+        lines.append(f"- {r['config']}: time {r['time_ratio_fused']:.2f}×, memory {_ratio_text(memory)} — {verdict}"
+                     + _update_goal_text(r))
     return "\n".join(lines)
+
+
+def _update_goal_text(result):
+    """"; clip and update N× (≤ 1.3: met)" where both frameworks' phases were measured."""
+    update = _ratio(*(result.get(f"{framework}_phases_ms", [None] * 3)[2] for framework in ("numpy", "torch_fused")))
+    if update is None:
+        return ""
+    return f"; clip and update {update:.2f}× (≤ {UPDATE_GOAL}: {'met' if update <= UPDATE_GOAL else 'missed'})"
 
 
 def _peak_text(result, framework):
@@ -389,6 +452,12 @@ def _peak_text(result, framework):
         return ""
     peak = result[f"{framework}_peak_mb"]
     return ", peak memory unavailable" if peak is None else f", peak memory {peak:7.1f} MB"
+
+
+def _bandwidth_text(result, framework):
+    """", N % of the bandwidth" for a framework whose update's bandwidth fraction was computed."""
+    fraction = result.get(f"{framework}_update_bandwidth_fraction")
+    return "" if fraction is None else f" at {100 * fraction:.0f} % of the copy bandwidth"
 
 
 def _ratio_text(ratio):

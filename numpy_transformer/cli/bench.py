@@ -37,8 +37,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from numpy_transformer.cli.common import (BLAS_THREAD_VARIABLES, add_quiet_argument, integer_at_least,
-                                          non_negative_integer, positive_integer, progress_bars, thread_count)
+from numpy_transformer.cli.common import (BLAS_THREAD_VARIABLES, add_quiet_argument, add_split_argument,
+                                          integer_at_least, non_negative_integer, positive_integer, progress_bars,
+                                          thread_count)
 
 MIN_N = 256                 # the first length of numpy_transformer.benchmarks.attention_cost.sizes
 MIN_LAYERS = 4              # the exponent of bench memory is fitted over L ≥ 2: two depths, 2 and 4
@@ -159,16 +160,14 @@ def _add_train_step_command(benchmarks):
     from numpy_transformer.benchmarks.workloads import MAIN_CONFIGS
 
     parser = benchmarks.add_parser(
-        "train-step", help="one training step (forward, backward, Adam) against PyTorch: time and peak memory")
+        "train-step", help="one training step (forward, backward, clip, Adam) against PyTorch: time, peak memory, "
+                           "and the update's share of the memory bandwidth")
     _add_configs_argument(parser, MAIN_CONFIGS)
     parser.add_argument("--steps", type=positive_integer, default=10, help="timed steps of each framework (default 10)")
     parser.add_argument("--warmup", type=non_negative_integer, default=2, help="untimed steps first (default 2)")
     parser.add_argument("--profile", action="store_true", help="print the profile of one NumPy step per configuration")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
-    parser.add_argument("--split", choices=("auto", "batch", "blas"), default="auto",
-                        help="how NumPy's side uses --threads N > 1: batch (the batch's rows shared by N processes "
-                             "of one BLAS thread each), blas (one process, N BLAS threads) or auto (default, what "
-                             "`train` does: batch below d_model 512, blas from 512 on)")
+    add_split_argument(parser, "(what `train` does; the benchmark prints what auto chose and why)")
     add_quiet_argument(parser, "over the configurations")
     _add_threads_argument(parser)
     parser.set_defaults(run=bench_train_step_command)

@@ -98,6 +98,15 @@ def add_threads_argument(parser, work=None, why="the matrix products of these mo
     parser.add_argument("--threads", type=thread_count, default=1, help=text)
 
 
+def add_split_argument(parser, more=""):
+    """--split batch|blas|auto: how --threads N > 1 shares a training step (training/thread_plan.py)."""
+    parser.add_argument("--split", choices=("auto", "batch", "blas"), default="auto",
+                        help="how --threads N > 1 shares a training step: batch (the batch's rows shared by N "
+                             "processes of one BLAS thread each), blas (one process, N BLAS threads) or auto "
+                             "(default: the faster of the two, measured in a few steps for the model on this "
+                             "machine and kept in the user's cache folder, ~/.cache/numpy-transformer) " + more)
+
+
 def add_quiet_argument(parser, bars):
     """--quiet: no progress bar, `bars` saying which ("while translating")."""
     parser.add_argument("--quiet", action="store_true", help=f"no progress bar on standard error {bars} (a bar is "

@@ -24,8 +24,8 @@ import threading
 import time
 
 from numpy_transformer.cli.common import DECODING_DEFAULTS, EXIT_ERROR, EXIT_INTERRUPTED, add_dataset_cache_argument, \
-    add_decoding_arguments, add_quiet_argument, add_threads_argument, add_weights_argument, json_object, \
-    non_negative_integer, on_terminal, progress_bars
+    add_decoding_arguments, add_quiet_argument, add_split_argument, add_threads_argument, add_weights_argument, \
+    json_object, non_negative_integer, on_terminal, progress_bars
 from numpy_transformer.training.presets import PRESETS, TASK_PRESETS, measured_duration
 
 TASKS = tuple(TASK_PRESETS)
@@ -221,6 +221,7 @@ def add_parser(commands):
     train.add_argument("--samples", type=non_negative_integer, default=4, help="test translations to print (default 4)")
     add_dataset_cache_argument(train, "--dataset")
     add_threads_argument(train)
+    add_split_argument(train, "(kept by a resumed run unless given)")
     add_weights_argument(train, "score in the final evaluation on the test split")
     add_quiet_argument(train, "while training or during the final evaluation, and no line per validation")
     train.set_defaults(run=command)
@@ -265,7 +266,7 @@ def train_command(args):
     given_out, args.out = args.out is not None, DEFAULT_OUT if args.out is None else args.out
     report = None if args.quiet else print
     options = dict(cache_dir=args.cache_dir, progress=not args.quiet and on_terminal(), report=report,
-                   threads=args.threads)
+                   threads=args.threads, split=args.split)
     model, training, data = overrides(args)
     if args.resume:
         run = resume_run(args, model, training, data, options)
@@ -360,7 +361,7 @@ def evaluate_and_write(run, args, started, result):
     scored = load_checkpoint(run.directory, args.weights)
     print(scored.weights_line(args.weights))
     evaluation_started = time.perf_counter()
-    with evaluation_threads(scored.model):
+    with evaluation_threads(run.trainer.state.split == "batch" and args.threads > 1):
         evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", args.beam,
                                     args.length_penalty, args.samples, progress_bars(args.quiet))
     metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started, scored)

@@ -63,6 +63,7 @@ from numpy_transformer.training.evaluation import mean_cross_entropy, perplexity
 from numpy_transformer.training import mpi, parallel
 from numpy_transformer.training.loss import TRANSLATION
 from numpy_transformer.training.mixed_precision import MixedPrecision
+from numpy_transformer.training.thread_plan import choose_split, describe_split
 
 
 def train_step(model, batch, loss_fn, optimizer, clip_norm, before_update=None):
@@ -113,7 +114,10 @@ class TrainingState:
     precision run's loss scale (`LossScaler.state_dict()`), None in float32; best_loss, best_step:
     the lowest validation loss so far and its step (None before the first); validations_without_
     improvement: the validations since then (what `early_stop` counts); processes: how many
-    processes shared each step (`Trainer.sharing`; None in a checkpoint older than the field)."""
+    processes shared each step (`Trainer.sharing`; None in a checkpoint older than the field);
+    split: how the run shares its steps between several cores of one machine, "batch" or "blas"
+    (training/thread_plan.py), None until a run with several decides (kept, so that a resumed
+    run continues the same way)."""
     step: int = 0
     epoch: int = 0
     batch_in_epoch: int = 0
@@ -127,6 +131,7 @@ class TrainingState:
     best_step: int = None
     validations_without_improvement: int = 0
     processes: int = None
+    split: str = None
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -164,21 +169,24 @@ class Trainer:
     then sets it to None), or None. progress: show a tqdm bar;
     report: where the validation lines go (None: nowhere). state: a `TrainingState` to resume.
     objective: what the model learns (`training/loss.py`): TRANSLATION, or a language model's,
-    whose data are `EncodedTexts`. processes: how many processes share each step and each
-    validation (`training/parallel.py`: the batch's rows split between them) when the model is
-    narrower than d_model 512; a wider model, a mixed-precision or plain-mode run, or a system
-    other than Linux stays in one, with the BLAS threads it was given.
+    whose data are `EncodedTexts`. processes: the cores to use; split: how, with more than one:
+    "batch", the processes share each step and each validation (`training/parallel.py`: the
+    batch's rows split between them), "blas", one process with the BLAS threads it was given, or
+    "auto", the faster of the two, measured on the run's first batch (training/thread_plan.py); a
+    resumed run keeps the split it started with, unless `split` names one. A mixed-precision or
+    plain-mode run, or a system other than Linux, stays in one process.
     """
 
     def __init__(self, model, optimizer, train_data, config, data_rng, validation_data=None, log=None,
-                 save=None, progress=False, report=print, state=None, objective=TRANSLATION, processes=1):
+                 save=None, progress=False, report=print, state=None, objective=TRANSLATION, processes=1,
+                 split="batch"):
         if len(train_data) == 0:
             raise ValueError("train_data is empty: no training pair fits the maximum length")
         self.model, self.optimizer, self.config, self.objective = model, optimizer, config, objective
         self.train_data, self.validation_data = train_data, validation_data
         self.data_rng, self.log, self.save, self.report = data_rng, log, save, report
         self.progress = progress
-        self.processes, self.parallel = processes, None
+        self.processes, self.split, self.parallel = processes, split, None
         self.mixed = MixedPrecision(model) if config.precision == "mixed" else None
         self.generators = model.generators()
         self.batches_per_epoch = len(batch_indices(train_data, config.batch_size, np.random.default_rng(0),
@@ -252,17 +260,30 @@ class Trainer:
 
     def sharing(self):
         """How many processes share each step: `processes` if more than one is asked for and the
-        model is narrow enough to gain from them (`parallel.splits_batch`; a wider one has BLAS's
-        threads), else 1. Under mpiexec always the ranks, whatever the width (each may have a host
-        of its own); a mixed-precision or plain-mode run is then refused (ValueError)."""
+        run splits its batches (`chosen_split`; else BLAS has the threads), else 1. Under mpiexec
+        always the ranks, whatever the width (each may have a host of its own); a mixed-precision
+        or plain-mode run is then refused (ValueError)."""
         if mpi.world() is not None:
             if self.mixed is not None or is_plain():
                 raise ValueError("a mixed-precision or plain-mode run trains in one process: start it without mpiexec")
             return self.processes
         if self.processes < 2 or self.mixed is not None or is_plain() or not parallel.available() \
-                or not parallel.splits_batch(self.model):
+                or self.chosen_split() != "batch":
             return 1
         return self.processes
+
+    def chosen_split(self):
+        """"batch" or "blas" (see the class docstring): `split` if it names one, else the one the
+        run started with, else measured now on the next batch (and reported)."""
+        if self.split != "auto":
+            self.state.split = self.split
+        elif self.state.split is None:
+            batch = self.objective.batch(self.train_data, self._next_positions(), ("train", self.state.step))
+            plan = choose_split(self.model, self.objective, self.config.label_smoothing, batch, self.processes)
+            self.state.split = plan.split
+            if self.report is not None:
+                self.report(f"Threads: {describe_split(plan.split, self.processes)}, the faster way here: {plan.why}.")
+        return self.state.split
 
     @property
     def stopped_early(self):

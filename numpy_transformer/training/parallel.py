@@ -31,12 +31,12 @@ ranks on any hosts, the gradients sent to this process and the updated weights b
 them (training/mpi.py). The sharing (`shards`, `shard_into`, the ordered `_sum`, the update)
 is the same code for both, so they give the same weights bit for bit.
 
-When it pays (`splits_batch`): for models narrower than d_model 512. There elementwise work
-and Python's overhead per op take much of a step, which BLAS's threads do not share, and the
-parameters are few, so a worker's copy of the gradients costs little memory. From d_model 512 on
-the matrix products dominate and BLAS's threads share them in one process, with one set of
-gradients (the measurements that chose the line are in docs/performance.md, "Training on more
-cores").
+When it pays on one machine: measured there for the model at hand (training/thread_plan.py,
+which times a few steps this way and with BLAS's threads in one process instead, and keeps the
+answer in the user's cache folder). Narrow models tend to gain: there elementwise work and
+Python's overhead per op take much of a step, which BLAS's threads do not share, and the
+parameters are few, so a worker's copy of the gradients costs little memory. Under mpiexec
+the ranks always share the steps (each may have a host of its own).
 
 A loaded machine. When another job takes a core, P processes that wait for each other at every
 step can be slower than one. So a step may also run "here": every shard in this process, one
@@ -83,7 +83,6 @@ from autograd.engine_room import SharedUpdates, balanced_shares, batch_rows
 from autograd.optim import clip_grad_norm
 
 ALIGNMENT = 64          # bytes: every shared array starts on a cache line
-SPLIT_BELOW_D_MODEL = 512
 POLL_SECONDS = 0.1      # a wait for a worker's reply checks on the worker this often
 SOCKET_ROOM = 65536     # bytes a message to a worker may have without waiting for the worker to read it
 SILENT_SECONDS = 10.0   # a worker that owes a reply and uses no processor time this long is stopped or stuck
@@ -94,18 +93,13 @@ def available():
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
-def splits_batch(model):
-    """Whether more threads should split the batch between processes (True) or go to BLAS in
-    one process (False): True below d_model 512 (see the module docstring)."""
-    return model.config.d_model < SPLIT_BELOW_D_MODEL
-
-
-def evaluation_threads(model):
-    """A context in which BLAS has one thread if `model` is narrow (`splits_batch`), for `train`'s
-    final evaluation: decoding multiplies a few rows at a time, too little to share between BLAS
-    threads, and on a machine where another job takes a core those threads wait for each other
-    at every product (docs/performance.md, "Training on more cores"). A wide model keeps them."""
-    return threadpool_limits(1, user_api="blas") if splits_batch(model) else contextlib.nullcontext()
+def evaluation_threads(split_batch):
+    """A context in which BLAS has one thread if the run split its batches between processes
+    (`split_batch`: training/thread_plan.py chose, or --split), for `train`'s final evaluation:
+    decoding multiplies a few rows at a time, too little to share between BLAS threads, and on
+    a machine where another job takes a core those threads wait for each other at every product
+    (docs/performance.md, "Training on more cores"). A run that gave BLAS the threads keeps them."""
+    return threadpool_limits(1, user_api="blas") if split_batch else contextlib.nullcontext()
 
 
 class SharedArrays:

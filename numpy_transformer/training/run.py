@@ -45,7 +45,7 @@ class Run:
     stays locked for this process until `close` (or the end of a `with Run.new(…) as run:`)."""
 
     def __init__(self, folder, data, model, optimizer, configs, data_rng, state=None, progress=False,
-                 report=print, processes=1):
+                 report=print, processes=1, split="batch"):
         self.folder, self.data, self.model, self.optimizer, self.configs = folder, data, model, optimizer, configs
         self.directory = folder.directory
         if folder.lock_note is not None and report is not None:
@@ -53,15 +53,15 @@ class Run:
         self.log = MetricsLog(self.directory / LOG_FILE)
         self.objective = make_objective(configs["data"].task, data.tokenizers, configs["training"].seed)
         self.trainer = Trainer(model, optimizer, data.train, configs["training"], data_rng, data.validation, self.log,
-                               self.save, progress, report, state, self.objective, processes)
+                               self.save, progress, report, state, self.objective, processes, split)
 
     @classmethod
     def new(cls, directory, model_fields, training_config, data_config, cache_dir=None, overwrite=False, threads=1,
             **options):
         """A fresh run in `directory`: empty, missing, or an earlier run's folder (whose files are
         replaced, which needs `overwrite` once it holds a checkpoint); see run_folder.py.
-        `threads`: the processes that share each step (training/parallel.py) and the threads of
-        the optimizer's update (make_optimizer)."""
+        `threads`: the cores that share each step (training/parallel.py; options' `split` says
+        how: `Trainer`) and the threads of the optimizer's update (make_optimizer)."""
         folder = RunFolder(directory, run_file_names(data_config.languages))
         folder.check_new(overwrite)
         data = prepare_data(data_config, cache_dir, progress=options.get("progress", False))

@@ -1,0 +1,194 @@
+"""How `train --threads N` uses its N cores, measured on this machine for the model at hand.
+
+A step can use N cores two ways (training/parallel.py):
+
+- "batch": N processes of one BLAS thread each, a part of the batch's rows each (`DataParallel`);
+- "blas": one process, whose BLAS shares each matrix product between N threads.
+
+Which is faster depends on the model's width and the batch (how much of a step the matrix
+products take, which BLAS's threads share, against the elementwise work and Python's overhead
+per op, which they do not), on the CPU, its BLAS kernels and the libraries' versions.
+`choose_split` measures it: the forward and backward of the run's next batch, both ways in
+turn, `STEPS` times each after one untimed step each, and splits the batch if that is faster by
+more than `MARGIN` (a few seconds for the thesis's models). The margin favours one process
+where the two are close, because every worker process holds a copy of the gradients (for the
+d_model 512 models, 1.4–1.5 times PyTorch's peak memory on two processes: docs/performance.md).
+The answer is kept in the user's cache folder (`cache_path`), under a key of the CPU, its
+cores, N, the versions of Python, NumPy and BLAS (with its kernels) and the model's and the
+batch's shapes, so the next run of that model on that machine reads it instead of measuring. A measurement taken while other work keeps the cores
+busy (`machine_busy`) decides this run only and is not kept: under such load the way that wins
+is not the one that wins on the user's machine when it is theirs (delete the file to measure
+again, or give `--split`).
+
+The measurement changes nothing in the run: no weight is updated, the gradients are dropped,
+and the dropout generators are put back where they were. What the choice changes is what
+`--threads` documents: a run with N processes sums its gradient over N parts of the batch, in
+their order, a run in one process over the whole batch, so they differ by rounding; a run
+keeps the split it started with when it is resumed (`TrainingState.split`), and `--split
+batch|blas` pins it.
+"""
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from numpy_transformer.training import parallel
+from numpy_transformer.training.atomic_files import atomic_write_text
+
+SPLITS = ("auto", "batch", "blas")
+STEPS = 3                         # timed steps each way (after one untimed step each)
+MARGIN = 0.05                     # the batch is split if that takes less than 1 − MARGIN of the time
+CACHE_FILE = "thread-plans.json"
+
+
+@dataclasses.dataclass
+class Plan:
+    """split: "batch" or "blas"; seconds: the median seconds of a forward and backward each way
+    ({"batch": …, "blas": …}, empty when the split was given); why: one sentence for the user."""
+    split: str
+    seconds: dict
+    why: str
+
+
+def choose_split(model, objective, label_smoothing, batch, processes, split="auto", cache=None):
+    """The `Plan` for training `model` on batches like `batch` with `processes` cores: `split`
+    itself when it is "batch" or "blas" (or when the batch cannot be split here: "blas"),
+    else the cached measurement for this machine and model, else a new one (then cached).
+    cache: the cache file (default `cache_path()`; False: neither read nor written)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if split != "auto":
+        return Plan(split, {}, f"--split {split} given")
+    if processes < 2 or not parallel.available():
+        return Plan("blas", {}, "one core, or processes cannot be forked here: one process")
+    key = machine_key(model, batch, processes)
+    path = cache_path() if cache is None else cache
+    known = _read(path).get(key) if path else None
+    if known is None:
+        busy = machine_busy()
+        known = measure(model, objective, label_smoothing, batch, processes)
+        if path and not busy:
+            _write(path, key, known)
+        source = f"measured now; not kept, other work kept the cores busy (load {busy:.1f})" if busy else "measured now"
+    else:
+        source = f"measured before on this machine, kept in {path}"
+    split = "batch" if known["batch"] < (1 - MARGIN) * known["blas"] else "blas"
+    return Plan(split, known, f"a forward and backward took {1e3 * known['batch']:.1f} ms on {processes} processes "
+                              f"and {1e3 * known['blas']:.1f} ms with {processes} BLAS threads ({source})")
+
+
+def describe_split(split, processes):
+    """The split in words: "2 processes share each step" or "one process with 2 BLAS threads"."""
+    if split == "batch":
+        return f"{processes} processes share each step, a part of the batch each"
+    return f"one process with {processes} BLAS threads"
+
+
+def measure(model, objective, label_smoothing, batch, processes, steps=STEPS):
+    """{"batch": s, "blas": s}: the median seconds of the forward and backward of `batch` shared
+    by `processes` processes and with `processes` BLAS threads in this one, timed in turn; the
+    model's weights, gradients (None after) and dropout generators as they were."""
+    generators = model.generators()
+    states = [g.bit_generator.state for g in generators]
+    parameters = [p for _, p in model.named_parameters()]
+    kept = [p.grad for p in parameters]
+
+    def one_process():
+        with threadpool_limits(processes, user_api="blas"):
+            objective.loss(model, batch, label_smoothing).backward()
+
+    seconds = {"batch": [], "blas": []}
+    try:
+        with parallel.DataParallel(model, objective, label_smoothing, processes) as shared:
+            ways = {"batch": lambda: shared.gradients(batch), "blas": one_process}
+            for step in range(steps + 1):
+                for way, run in ways.items():
+                    for p in parameters:
+                        p.grad = None
+                    for generator, state in zip(generators, states):
+                        generator.bit_generator.state = state
+                    start = time.perf_counter()
+                    run()
+                    if step:                                   # the first step of each way warms up
+                        seconds[way].append(time.perf_counter() - start)
+    finally:
+        for p, grad in zip(parameters, kept):
+            p.grad = grad
+        for generator, state in zip(generators, states):
+            generator.bit_generator.state = state
+    return {way: statistics.median(times) for way, times in seconds.items()}
+
+
+def machine_busy():
+    """The 1-minute load average if it says other work keeps more than half the cores busy
+    (above cores / 2 + 0.5, this process counting for one), else 0.0 (also where there is none)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+    return load if load > (os.cpu_count() or 1) / 2 + 0.5 else 0.0
+
+
+def machine_key(model, batch, processes):
+    """The cache key: a hash of the CPU, its cores, `processes`, the versions of Python, NumPy
+    and BLAS (its kernels too), the model's class and configuration, the batch's shapes."""
+    blas = [{key: info.get(key) for key in ("internal_api", "version", "architecture", "threading_layer")}
+            for info in threadpool_info() if info.get("user_api") == "blas"]
+    arrays = {field.name: getattr(batch, field.name).shape for field in dataclasses.fields(batch)
+              if isinstance(getattr(batch, field.name), np.ndarray)}
+    described = {"cpu": cpu_name(), "cores": os.cpu_count(), "processes": processes,
+                 "python": platform.python_version(), "numpy": np.__version__, "blas": blas,
+                 "model": type(model).__name__, "config": repr(model.config), "batch": arrays}
+    return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def cpu_name():
+    """The CPU's model name (/proc/cpuinfo on Linux), or what `platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cache_path():
+    """The cache file: thread-plans.json in numpy-transformer's folder of the user's cache
+    ($XDG_CACHE_HOME, else ~/.cache)."""
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "numpy-transformer" / CACHE_FILE
+
+
+def _read(path):
+    """The cached plans {key: {"batch": s, "blas": s}}; {} when the file is missing or is not
+    such a JSON object (a cache: it is measured again and rewritten)."""
+    try:
+        plans = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(plans, dict):
+        return {}
+    return {key: value for key, value in plans.items() if isinstance(value, dict)
+            and all(isinstance(value.get(way), (int, float)) for way in ("batch", "blas"))}
+
+
+def _write(path, key, seconds):
+    """Add a plan to the cache file (written atomically: training/atomic_files.py); a cache that
+    cannot be written is only a warning."""
+    plans = {**_read(path), key: seconds}
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(plans, indent=1, sort_keys=True))
+    except (OSError, ValueError) as error:
+        print(f"numpy-transformer: could not keep the measured thread plan in {path} ({error}); it will be "
+              f"measured again next time", file=sys.stderr)

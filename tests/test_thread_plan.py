@@ -1,0 +1,127 @@
+"""numpy_transformer/training/thread_plan.py: how `train --threads N` shares a step, measured
+on this machine for the model at hand, kept in a cache, never changing what the run computes."""
+import json
+
+import numpy as np
+import pytest
+
+from numpy_transformer.benchmarks.train_step import BatchLoss
+from numpy_transformer.benchmarks.workloads import CONFIGS, make_batch
+from numpy_transformer.model import Transformer
+from numpy_transformer.training import parallel, thread_plan
+from numpy_transformer.training.run import Run
+from numpy_transformer.training.thread_plan import choose_split, machine_key, measure
+from run_helpers import tiny_configs
+
+needs_fork = pytest.mark.skipif(not parallel.available(), reason="data parallelism runs on Linux")
+
+
+@pytest.fixture(autouse=True)
+def idle(monkeypatch):
+    """The tests' machine counts as idle (a measurement is kept) unless a test says otherwise."""
+    monkeypatch.setattr(thread_plan, "machine_busy", lambda: 0.0)
+
+
+def tiny(seed=0):
+    config = CONFIGS["tiny"]
+    return Transformer(config.model_config(), np.random.default_rng(seed)).train(), make_batch(config)
+
+
+def test_a_split_that_is_given_is_taken_without_a_model_or_a_measurement(monkeypatch):
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: pytest.fail("measured"))
+    for split in ("batch", "blas"):
+        assert choose_split(None, None, 0.1, None, 2, split).split == split
+    assert choose_split(None, None, 0.1, None, 1, "auto").split == "blas"          # one core: one process
+    with pytest.raises(ValueError, match="split must be one of auto, batch, blas, got 'both'"):
+        choose_split(None, None, 0.1, None, 2, "both")
+
+
+@needs_fork
+def test_auto_takes_the_faster_way_measured_and_then_reads_it_from_the_cache(tmp_path, monkeypatch):
+    model, batch = tiny()
+    cache = tmp_path / "plans.json"
+    plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=cache)
+    assert plan.seconds["batch"] > 0 and plan.seconds["blas"] > 0
+    faster = plan.seconds["batch"] < (1 - thread_plan.MARGIN) * plan.seconds["blas"]
+    assert plan.split == ("batch" if faster else "blas") and "measured now" in plan.why
+    assert json.loads(cache.read_text()) == {machine_key(model, batch, 2): plan.seconds}
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: pytest.fail("measured again"))
+    again = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=cache)
+    assert (again.split, again.seconds) == (plan.split, plan.seconds) and "measured before" in again.why
+
+
+def test_the_key_changes_with_the_model_the_batch_and_the_cores():
+    model, batch = tiny()
+    wider = Transformer(CONFIGS["default"].model_config(), np.random.default_rng(0))
+    keys = {machine_key(model, batch, 2), machine_key(model, batch, 3), machine_key(wider, batch, 2),
+            machine_key(model, make_batch(CONFIGS["default"]), 2)}
+    assert len(keys) == 4 and machine_key(model, batch, 2) == machine_key(tiny(seed=1)[0], batch, 2)
+
+
+@needs_fork
+def test_a_cache_that_is_not_json_is_measured_again_and_rewritten(tmp_path, monkeypatch):
+    model, batch = tiny()
+    cache = tmp_path / "plans.json"
+    cache.write_text("{not json")
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": 0.5, "blas": 0.25})
+    assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=cache).split == "blas"
+    assert json.loads(cache.read_text()) == {machine_key(model, batch, 2): {"batch": 0.5, "blas": 0.25}}
+
+
+@pytest.mark.parametrize("batch_seconds, split", [(0.5, "batch"), (0.97, "blas"), (1.2, "blas")])
+def test_the_batch_is_split_only_when_that_is_faster_by_the_margin(tmp_path, monkeypatch, batch_seconds, split):
+    monkeypatch.setattr(parallel, "available", lambda: True)
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": batch_seconds, "blas": 1.0})
+    model, batch = tiny()
+    assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=False).split == split
+
+
+@needs_fork
+def test_a_measurement_on_a_busy_machine_decides_the_run_but_is_not_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(thread_plan, "machine_busy", lambda: 6.5)
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": 0.5, "blas": 1.0})
+    model, batch = tiny()
+    plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=tmp_path / "plans.json")
+    assert plan.split == "batch" and "not kept, other work kept the cores busy (load 6.5)" in plan.why
+    assert not (tmp_path / "plans.json").exists()
+
+
+def test_the_machine_is_busy_when_the_load_exceeds_half_the_cores_and_one(monkeypatch):
+    monkeypatch.undo()
+    monkeypatch.setattr(thread_plan.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (2.4, 0.0, 0.0))
+    assert thread_plan.machine_busy() == 0.0
+    monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (2.6, 0.0, 0.0))
+    assert thread_plan.machine_busy() == 2.6
+
+
+@needs_fork
+def test_measuring_leaves_the_weights_the_gradients_and_the_dropout_draws_as_they_were():
+    model, batch = tiny()
+    before = {name: p.data.copy() for name, p in model.named_parameters()}
+    first = next(p for _, p in model.named_parameters())
+    first.grad = np.full(first.shape, 3.0, first.dtype)
+    states = [g.bit_generator.state for g in model.generators()]
+    seconds = measure(model, BatchLoss(), 0.1, batch, 2, steps=1)
+    assert set(seconds) == {"batch", "blas"}
+    assert all(np.array_equal(p.data, before[name]) for name, p in model.named_parameters())
+    assert np.array_equal(first.grad, np.full(first.shape, 3.0)) and \
+        all(p.grad is None for _, p in model.named_parameters() if p is not first)
+    assert [g.bit_generator.state for g in model.generators()] == states
+
+
+@needs_fork
+def test_a_run_records_the_measured_split_and_a_resumed_run_keeps_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": 2.0, "blas": 1.0})
+    lines = []
+    with Run.new(tmp_path / "run", *tiny_configs(training={"steps": 2}), report=lines.append, threads=2,
+                 split="auto") as run:
+        run.train()
+        assert run.trainer.state.split == "blas" and run.trainer.parallel is None
+    assert any(line.startswith("Threads: one process with 2 BLAS threads, the faster way here") for line in lines)
+    assert (tmp_path / "cache" / "numpy-transformer" / "thread-plans.json").is_file()
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: pytest.fail("a resumed run measured again"))
+    with Run.resume(tmp_path / "run", training={"steps": 4}, report=None, threads=2, split="auto") as resumed:
+        resumed.train()
+        assert resumed.trainer.state.split == "blas"
