@@ -127,8 +127,8 @@ def test_under_mpiexec_a_mixed_precision_run_is_refused_and_every_width_shares_i
 
     monkeypatch.setattr(mpi, "_world", object())                # as if mpiexec had started 2 ranks
     wide = Run.new(tmp_path / "wide", *tiny_configs({"d_model": 512, "n_heads": 2, "d_ff": 64}), threads=2,
-                   report=None)
-    assert wide.trainer.sharing() == 2                          # --threads 2 would give BLAS the threads
+                   report=None, split="blas")
+    assert wide.trainer.sharing() == 2                          # --threads 2 --split blas would give BLAS the threads
     mixed = Run.new(tmp_path / "mixed", *tiny_configs(training={"precision": "mixed"}), threads=2, report=None)
     with pytest.raises(ValueError, match="mixed-precision or plain-mode run trains in one process: start it "
                                          "without mpiexec"):
