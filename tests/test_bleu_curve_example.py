@@ -76,9 +76,9 @@ def test_two_threads_split_the_numpy_run_s_batches_between_two_processes_as_trai
     opened = []
     original = parallel.DataParallel.__init__
 
-    def recording(self, model, objective, label_smoothing, processes):
+    def recording(self, model, objective, label_smoothing, processes, *transport):
         opened.append(processes)
-        original(self, model, objective, label_smoothing, processes)
+        original(self, model, objective, label_smoothing, processes, *transport)
 
     monkeypatch.setattr(parallel.DataParallel, "__init__", recording)
     curve = example.main([*TINY, "--threads", "2", "--out", str(tmp_path)])
