@@ -353,6 +353,7 @@ def evaluate_and_write(run, args, started, result):
     from numpy_transformer.training.loop import format_seconds
     from numpy_transformer.training.parallel import evaluation_threads
     from numpy_transformer.training.run import METRICS_FILE
+    from numpy_transformer.training.thread_plan import machine_busy
 
     state = run.trainer.state
     if result.stopped_early:
@@ -361,7 +362,8 @@ def evaluate_and_write(run, args, started, result):
     scored = load_checkpoint(run.directory, args.weights)
     print(scored.weights_line(args.weights))
     evaluation_started = time.perf_counter()
-    with evaluation_threads(run.trainer.state.split == "batch" and args.threads > 1):
+    # one BLAS thread for decoding after a split batch, or while other work keeps the cores busy
+    with evaluation_threads(run.trainer.state.split == "batch" or bool(machine_busy())):
         evaluation = evaluate_split(scored.model, run.data, run.configs["data"], run.objective, "test", args.beam,
                                     args.length_penalty, args.samples, progress_bars(args.quiet))
     metrics = run_metrics(run, result, evaluation, args, time.perf_counter() - started, scored)

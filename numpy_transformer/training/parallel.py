@@ -93,13 +93,14 @@ def available():
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
-def evaluation_threads(split_batch):
-    """A context in which BLAS has one thread if the run split its batches between processes
-    (`split_batch`: training/thread_plan.py chose, or --split), for `train`'s final evaluation:
-    decoding multiplies a few rows at a time, too little to share between BLAS threads, and on
-    a machine where another job takes a core those threads wait for each other at every product
-    (docs/performance.md, "Training on more cores"). A run that gave BLAS the threads keeps them."""
-    return threadpool_limits(1, user_api="blas") if split_batch else contextlib.nullcontext()
+def evaluation_threads(one_thread):
+    """A context in which BLAS has one thread if `one_thread` (`train` asks for it after a run
+    that split its batches between processes, or while other work keeps the cores busy), for
+    `train`'s final evaluation: decoding multiplies a few rows at a time, too little to share
+    between BLAS threads, and on a machine where another job takes a core those threads wait for
+    each other at every product (docs/performance.md, "Training on more cores"). Else a run
+    that gave BLAS the threads keeps them."""
+    return threadpool_limits(1, user_api="blas") if one_thread else contextlib.nullcontext()
 
 
 class SharedArrays:

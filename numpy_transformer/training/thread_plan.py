@@ -15,10 +15,12 @@ where the two are close, because every worker process holds a copy of the gradie
 d_model 512 models, 1.4–1.5 times PyTorch's peak memory on two processes: docs/performance.md).
 The answer is kept in the user's cache folder (`cache_path`), under a key of the CPU, its
 cores, N, the versions of Python, NumPy and BLAS (with its kernels) and the model's and the
-batch's shapes, so the next run of that model on that machine reads it instead of measuring. A measurement taken while other work keeps the cores
-busy (`machine_busy`) decides this run only and is not kept: under such load the way that wins
-is not the one that wins on the user's machine when it is theirs (delete the file to measure
-again, or give `--split`).
+batch's shapes, so the next run of that model on that machine reads it instead of measuring.
+While other work keeps the cores busy (`machine_busy`) nothing is measured: such a measurement
+times that work, not the machine (two processes against a busy one lose their waits, two BLAS
+threads spin), and three steps of it chose one way or the other at random. The run then takes
+the rule measured on idle machines (`width_rule`: the batch split below d_model 512) and the
+next quiet run measures (delete the file to measure again, or give `--split`).
 
 The measurement changes nothing in the run: no weight is updated, the gradients are dropped,
 and the dropout generators are put back where they were. What the choice changes is what
@@ -47,6 +49,7 @@ SPLITS = ("auto", "batch", "blas")
 STEPS = 3                         # timed steps each way (after one untimed step each)
 MARGIN = 0.05                     # the batch is split if that takes less than 1 − MARGIN of the time
 CACHE_FILE = "thread-plans.json"
+WIDE = 512                        # d_model from which idle machines measured BLAS's threads faster (`width_rule`)
 
 
 @dataclasses.dataclass
@@ -74,15 +77,29 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
     known = _read(path).get(key) if path else None
     if known is None:
         busy = machine_busy()
+        if busy:
+            return width_rule(model, busy)
         known = measure(model, objective, label_smoothing, batch, processes)
-        if path and not busy:
+        if path:
             _write(path, key, known)
-        source = f"measured now; not kept, other work kept the cores busy (load {busy:.1f})" if busy else "measured now"
+        source = "measured now"
     else:
         source = f"measured before on this machine, kept in {path}"
     split = "batch" if known["batch"] < (1 - MARGIN) * known["blas"] else "blas"
     return Plan(split, known, f"a forward and backward took {1e3 * known['batch']:.1f} ms on {processes} processes "
                               f"and {1e3 * known['blas']:.1f} ms with {processes} BLAS threads ({source})")
+
+
+def width_rule(model, load):
+    """The `Plan` of a busy machine with nothing measured for this model yet: the rule the idle
+    machines measured (docs/performance.md, "Training on more cores"), batches split below
+    d_model `WIDE`, BLAS's threads from there on; nothing is measured or kept."""
+    narrow = model.config.d_model < WIDE
+    return Plan("batch" if narrow else "blas", {},
+                f"other work keeps the cores busy (load {load:.1f}), so a measurement would time that work, not this "
+                f"machine: d_model {model.config.d_model} is {'below' if narrow else 'at least'} {WIDE}, where idle "
+                f"machines measured {'the split batch' if narrow else 'BLAS threads'} faster (measured when the "
+                f"machine is quieter)")
 
 
 def describe_split(split, processes):
