@@ -77,22 +77,44 @@ def test_the_batch_is_split_only_when_that_is_faster_by_the_margin(tmp_path, mon
     assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=False).split == split
 
 
-def test_a_busy_machine_measures_nothing_and_takes_the_width_rule(tmp_path, monkeypatch):
+def test_a_busy_machine_measures_nothing_and_takes_one_core(tmp_path, monkeypatch):
     """Under load a measurement would time the other work (seen: three steps each way chose BLAS's
     threads for the default model beside one busy process, which then trained and evaluated 18 %
-    slower than one thread): nothing is measured or kept, and the rule of the idle machines
-    decides; a plan measured before, on a quiet machine, is still read."""
+    slower than one thread): nothing is measured or kept, and the run takes one core; a plan
+    measured before, on a quiet machine, is still read."""
     monkeypatch.setattr(thread_plan, "machine_busy", lambda: 6.5)
     monkeypatch.setattr(thread_plan, "measure", lambda *args: pytest.fail("measured on a busy machine"))
     model, batch = tiny()
     plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=tmp_path / "plans.json")
-    assert plan.split == "batch" and plan.seconds == {} and "busy (load 6.5)" in plan.why
+    assert plan.split == "one" and plan.seconds == {} and "busy (load 6.5)" in plan.why
     assert not (tmp_path / "plans.json").exists()
-    wide = Transformer(dataclasses.replace(model.config, d_model=512, d_ff=64), np.random.default_rng(0))
-    assert choose_split(wide, BatchLoss(), 0.1, batch, 2, cache=tmp_path / "plans.json").split == "blas"
-    (tmp_path / "plans.json").write_text(json.dumps({machine_key(wide, batch, 2): {"batch": 0.5, "blas": 1.0}}))
-    plan = choose_split(wide, BatchLoss(), 0.1, batch, 2, cache=tmp_path / "plans.json")
+    (tmp_path / "plans.json").write_text(json.dumps({machine_key(model, batch, 2): {"batch": 0.5, "blas": 1.0}}))
+    plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=tmp_path / "plans.json")
     assert plan.split == "batch" and "measured before on this machine" in plan.why
+
+
+@needs_fork
+def test_a_run_started_on_a_busy_machine_trains_on_one_core_as_threads_1_bit_for_bit(tmp_path, monkeypatch):
+    """`train --threads 2` on a busy machine: one process, one BLAS thread, the update on one
+    thread: the weights of processes=1 bit for bit; the split is kept for a resume."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    monkeypatch.setattr(thread_plan, "cache_path", lambda: tmp_path / "plans.json")
+    monkeypatch.setattr(thread_plan, "machine_busy", lambda: 6.5)
+    blas_threads = []
+    one = Run.new(tmp_path / "one", *tiny_configs(training={"steps": 4}), report=None)
+    one.train()
+    busy = Run.new(tmp_path / "busy", *tiny_configs(training={"steps": 4}), threads=2, split="auto", report=None)
+    step = busy.trainer.step_on_batch
+    monkeypatch.setattr(busy.trainer, "step_on_batch", lambda *a, **k: blas_threads.append(
+        {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}) or step(*a, **k))
+    with threadpool_limits(2, user_api="blas"):                  # as `train --threads 2` starts
+        busy.train()
+    assert busy.trainer.state.split == "one" and busy.trainer.sharing() == 1
+    assert blas_threads and all(threads == {1} for threads in blas_threads)
+    for (name, a), (_, b) in zip(one.model.named_parameters(), busy.model.named_parameters()):
+        assert np.array_equal(a.data, b.data), name
+    assert not (tmp_path / "plans.json").exists()
 
 
 def test_the_machine_is_busy_when_the_load_exceeds_half_the_cores_and_one(monkeypatch):

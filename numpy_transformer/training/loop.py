@@ -115,9 +115,9 @@ class TrainingState:
     the lowest validation loss so far and its step (None before the first); validations_without_
     improvement: the validations since then (what `early_stop` counts); processes: how many
     processes shared each step (`Trainer.sharing`; None in a checkpoint older than the field);
-    split: how the run shares its steps between several cores of one machine, "batch" or "blas"
-    (training/thread_plan.py), None until a run with several decides (kept, so that a resumed
-    run continues the same way)."""
+    split: how the run shares its steps between several cores of one machine, "batch", "blas" or
+    "one" (one core: the machine was busy when it started; training/thread_plan.py), None until a
+    run with several decides (kept, so that a resumed run continues the same way)."""
     step: int = 0
     epoch: int = 0
     batch_in_epoch: int = 0
@@ -172,8 +172,9 @@ class Trainer:
     whose data are `EncodedTexts`. processes: the cores to use; split: how, with more than one:
     "batch", the processes share each step and each validation (`training/parallel.py`: the
     batch's rows split between them), "blas", one process with the BLAS threads it was given, or
-    "auto", the faster of the two, measured on the run's first batch (training/thread_plan.py); a
-    resumed run keeps the split it started with, unless `split` names one. A mixed-precision or
+    "auto", the faster of the two, measured on the run's first batch (training/thread_plan.py), or
+    "one", one core as with processes=1, when the machine is busy as the run starts; a resumed
+    run keeps the split it started with, unless `split` names one. A mixed-precision or
     plain-mode run, or a system other than Linux, stays in one process.
     """
 
@@ -246,7 +247,11 @@ class Trainer:
         `DataParallel` (`train` runs in one), if `sharing()` says so. Inside another, it adds
         nothing. Under mpiexec the processes are MPI's ranks (training/mpi.py)."""
         if self.parallel is not None or self.sharing() == 1:
-            yield
+            if self.parallel is None and self.processes > 1 and self.state.split == "one":
+                with parallel.one_core(self.optimizer):     # the machine was busy when the run started
+                    yield
+            else:
+                yield
             return
         distributed = mpi.world()
         transport = None if distributed is None else functools.partial(mpi.MpiTransport, comm=distributed,
@@ -273,8 +278,8 @@ class Trainer:
         return self.processes
 
     def chosen_split(self):
-        """"batch" or "blas" (see the class docstring): `split` if it names one, else the one the
-        run started with, else measured now on the next batch (and reported)."""
+        """"batch", "blas" or "one" (see the class docstring): `split` if it names one, else the one
+        the run started with, else measured now on the next batch (and reported)."""
         if self.split != "auto":
             self.state.split = self.split
         elif self.state.split is None:

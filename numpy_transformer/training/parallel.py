@@ -498,6 +498,15 @@ def shard_into(model, objective, label_smoothing, shard, states, slot):
 
 
 @contextlib.contextmanager
+def one_core(optimizer):
+    """BLAS and the optimizer's update on one thread while in the context: each step as `train
+    --threads 1` computes it, with the same numbers (the update's do not depend on its threads),
+    for a run that starts while other work keeps the cores busy (training/thread_plan.py)."""
+    with threadpool_limits(1, user_api="blas"), _one_thread(optimizer):
+        yield
+
+
+@contextlib.contextmanager
 def _one_thread(optimizer):
     """The update of an optimizer shared between threads (`SharedUpdates`) made on one thread
     while in the context (its result does not depend on the threads: autograd/optim.py)."""

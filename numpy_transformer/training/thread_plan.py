@@ -17,10 +17,11 @@ The answer is kept in the user's cache folder (`cache_path`), under a key of the
 cores, N, the versions of Python, NumPy and BLAS (with its kernels) and the model's and the
 batch's shapes, so the next run of that model on that machine reads it instead of measuring.
 While other work keeps the cores busy (`machine_busy`) nothing is measured: such a measurement
-times that work, not the machine (two processes against a busy one lose their waits, two BLAS
-threads spin), and three steps of it chose one way or the other at random. The run then takes
-the rule measured on idle machines (`width_rule`: the batch split below d_model 512) and the
-next quiet run measures (delete the file to measure again, or give `--split`).
+times that work, not the machine, and three steps of it chose one way or the other at random.
+Then both ways lose to one core (processes that wait for each other at every step, BLAS threads
+that spin), so the run takes one core (`busy_plan`: "one", the numbers of `--threads 1`) and the
+next quiet run measures (delete the file to measure again, or give `--split`). A load that comes
+once the run is under way is `parallel.Pace`'s to follow.
 
 The measurement changes nothing in the run: no weight is updated, the gradients are dropped,
 and the dropout generators are put back where they were. What the choice changes is what
@@ -49,7 +50,6 @@ SPLITS = ("auto", "batch", "blas")
 STEPS = 3                         # timed steps each way (after one untimed step each)
 MARGIN = 0.05                     # the batch is split if that takes less than 1 − MARGIN of the time
 CACHE_FILE = "thread-plans.json"
-WIDE = 512                        # d_model from which idle machines measured BLAS's threads faster (`width_rule`)
 
 
 @dataclasses.dataclass
@@ -78,7 +78,7 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
     if known is None:
         busy = machine_busy()
         if busy:
-            return width_rule(model, busy)
+            return busy_plan(busy)
         known = measure(model, objective, label_smoothing, batch, processes)
         if path:
             _write(path, key, known)
@@ -90,20 +90,20 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
                               f"and {1e3 * known['blas']:.1f} ms with {processes} BLAS threads ({source})")
 
 
-def width_rule(model, load):
-    """The `Plan` of a busy machine with nothing measured for this model yet: the rule the idle
-    machines measured (docs/performance.md, "Training on more cores"), batches split below
-    d_model `WIDE`, BLAS's threads from there on; nothing is measured or kept."""
-    narrow = model.config.d_model < WIDE
-    return Plan("batch" if narrow else "blas", {},
-                f"other work keeps the cores busy (load {load:.1f}), so a measurement would time that work, not this "
-                f"machine: d_model {model.config.d_model} is {'below' if narrow else 'at least'} {WIDE}, where idle "
-                f"machines measured {'the split batch' if narrow else 'BLAS threads'} faster (measured when the "
-                f"machine is quieter)")
+def busy_plan(load):
+    """The `Plan` of a machine that other work keeps busy, with nothing measured for this model
+    yet: one core, as `--threads 1` (the same numbers), since N processes that wait for each
+    other or N BLAS threads that spin lose to one beside another job; nothing is measured or kept."""
+    return Plan("one", {}, f"other work keeps the cores busy (load {load:.1f}), where N processes or N BLAS threads "
+                           f"lose to one core: one core, as --threads 1 trains (the next quiet run measures; --split "
+                           f"batch|blas uses them anyway)")
 
 
 def describe_split(split, processes):
-    """The split in words: "2 processes share each step" or "one process with 2 BLAS threads"."""
+    """The split in words: "2 processes share each step", "one process with 2 BLAS threads" or
+    "one core"."""
+    if split == "one":
+        return "one core (one process, one BLAS thread)"
     if split == "batch":
         return f"{processes} processes share each step, a part of the batch each"
     return f"one process with {processes} BLAS threads"
