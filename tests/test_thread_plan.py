@@ -60,6 +60,20 @@ def test_the_key_changes_with_the_model_the_batch_and_the_cores():
 
 
 @needs_fork
+def test_the_key_does_not_depend_on_the_order_in_which_the_blas_libraries_were_loaded(monkeypatch):
+    """NumPy's and SciPy's OpenBLAS come in either order from threadpoolctl (seen: the same
+    command gave two keys, so a plan measured before was missed at random)."""
+    model, batch = tiny()
+    pools = [{"user_api": "blas", "internal_api": "openblas", "version": version, "architecture": "SkylakeX",
+              "threading_layer": "pthreads"} for version in ("0.3.30", "0.3.31")]
+    monkeypatch.setattr(thread_plan, "threadpool_info", lambda: pools)
+    key = machine_key(model, batch, 2)
+    monkeypatch.setattr(thread_plan, "threadpool_info", lambda: pools[::-1])
+    assert machine_key(model, batch, 2) == key
+    monkeypatch.setattr(thread_plan, "threadpool_info", lambda: pools[:1])
+    assert machine_key(model, batch, 2) != key
+
+
 def test_a_cache_that_is_not_json_is_measured_again_and_rewritten(tmp_path, monkeypatch):
     model, batch = tiny()
     cache = tmp_path / "plans.json"

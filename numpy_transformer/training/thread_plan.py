@@ -157,8 +157,9 @@ def machine_busy():
 def machine_key(model, batch, processes):
     """The cache key: a hash of the CPU, its cores, `processes`, the versions of Python, NumPy
     and BLAS (its kernels too), the model's class and configuration, the batch's shapes."""
-    blas = [{key: info.get(key) for key in ("internal_api", "version", "architecture", "threading_layer")}
-            for info in threadpool_info() if info.get("user_api") == "blas"]
+    blas = sorted((json.dumps({key: info.get(key) for key in ("internal_api", "version", "architecture",
+                                                             "threading_layer")}, sort_keys=True)
+                   for info in threadpool_info() if info.get("user_api") == "blas"))   # in any order loaded
     arrays = {field.name: getattr(batch, field.name).shape for field in dataclasses.fields(batch)
               if isinstance(getattr(batch, field.name), np.ndarray)}
     described = {"cpu": cpu_name(), "cores": os.cpu_count(), "processes": processes,
