@@ -127,14 +127,18 @@ class TorchRun:
 
 
 
-def validation_point(run, data, step, seconds):
-    """Greedy BLEU and chrF of the validation split after `step` steps and `seconds` of training."""
-    scores = evaluate_pairs(run.translator(), *data.tokenizers, data.splits.validation, beam_size=1).greedy_scores
-    return {"step": step, "train_seconds": round(seconds, 1), "bleu": round(scores.bleu, 2),
-            "chrf": round(scores.chrf, 2)}
+def validation_point(run, data, step, seconds, test=False):
+    """Greedy BLEU and chrF of the validation split (and with test, of the test split: test_bleu,
+    test_chrf) after `step` steps and `seconds` of training."""
+    point = {"step": step, "train_seconds": round(seconds, 1)}
+    for split, prefix in (("validation", ""), *((("test", "test_"),) if test else ())):
+        scores = evaluate_pairs(run.translator(), *data.tokenizers, getattr(data.splits, split),
+                                beam_size=1).greedy_scores
+        point.update({f"{prefix}bleu": round(scores.bleu, 2), f"{prefix}chrf": round(scores.chrf, 2)})
+    return point
 
 
-def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds, log=print):
+def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds, log=print, test=False):
     """Train `run` for the run's steps or `max_seconds`, whichever comes first; every `eval_every`
     steps (and at the end) a validation point, also written to out/curve.jsonl."""
     training = configs["training"]
@@ -148,7 +152,7 @@ def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds,
             tokens += int(np.count_nonzero(batch.tgt_out != data.tokenizers[1].pad_id))
             last = step == training.steps or seconds >= max_seconds
             if step % eval_every == 0 or last:
-                curve.append({**validation_point(run, data, step, seconds),
+                curve.append({**validation_point(run, data, step, seconds, test),
                               "target_tokens_per_second": round(tokens / seconds)})
                 with bar.external_write_mode():
                     log(json.dumps(curve[-1]))
@@ -198,6 +202,8 @@ def main(argv=None):
                             help=f"more {part} fields over the preset's, e.g. '{{\"d_model\": 256}}'")
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--max-minutes", type=float, default=float("inf"))
+    parser.add_argument("--test", action="store_true", help="score the test split too at every point (test_bleu, "
+                                                                 "test_chrf)")
     parser.add_argument("--fused-adam", action="store_true", help="torch: Adam(fused=True), PyTorch at its best")
     add_example_arguments(parser, __file__)
     args = parser.parse_args(argv)
@@ -232,7 +238,8 @@ def main(argv=None):
     shared = run.trainer.shared_steps() if args.framework == "numpy" else contextlib.nullcontext()
     with shared:                                            # --threads N as `train` uses them
         return train_with_curve(run, prepared, {"training": training_config, "data": data_config}, data_rng, out,
-                                args.eval_every, args.max_minutes * 60, log=lambda line: print(line, flush=True))
+                                args.eval_every, args.max_minutes * 60, log=lambda line: print(line, flush=True),
+                                test=args.test)
 
 
 if __name__ == "__main__":
