@@ -24,7 +24,8 @@ both. Each evaluation is a line of OUT/curve.jsonl: step, training seconds, BLEU
 target tokens trained on per second of training. The run
 ends after `--steps` steps or `--max-minutes` of training, whichever comes first. PyTorch is
 needed only for --framework torch. `--plot numpy=A/curve.jsonl torch=B/curve.jsonl` draws
-curves already written into OUT/bleu_curve.png. OUT is --out (default runs/examples/bleu_curve/);
+curves already written into OUT/bleu_curve.png (against minutes, or `--against steps`); `--test`
+scores the test split too at every point. OUT is --out (default runs/examples/bleu_curve/);
 --threads N (default 1) is PyTorch's thread count, and this project's as `train --threads N` uses
 it (the batch split between N processes for the default model, training/parallel.py).
 """
@@ -162,8 +163,9 @@ def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds,
                 return curve
 
 
-def draw(curves, path):
-    """The curves ({label: curve.jsonl path}) as validation BLEU against minutes of training."""
+def draw(curves, path, against="minutes"):
+    """The curves ({label: curve.jsonl path}) as validation BLEU against minutes of training, or
+    against steps (against="steps")."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -172,8 +174,9 @@ def draw(curves, path):
     figure, axis = plt.subplots(figsize=(6, 4))
     for label, curve_path in curves.items():
         points = [json.loads(line) for line in Path(curve_path).read_text(encoding="utf-8").splitlines()]
-        axis.plot([p["train_seconds"] / 60 for p in points], [p["bleu"] for p in points], "o-", label=label)
-    axis.set_xlabel("minutes of training")
+        axis.plot([p["step"] if against == "steps" else p["train_seconds"] / 60 for p in points],
+                  [p["bleu"] for p in points], "o-", label=label)
+    axis.set_xlabel("training steps" if against == "steps" else "minutes of training")
     axis.set_ylabel("validation BLEU (greedy)")
     axis.grid(alpha=0.3)
     axis.legend()
@@ -188,6 +191,8 @@ def main(argv=None):
     parser.add_argument("--plot", nargs="+", metavar="LABEL=CURVE",
                         help="draw curve.jsonl files already written (LABEL=PATH …) into OUT/bleu_curve.png, and "
                              "train nothing")
+    parser.add_argument("--against", choices=("minutes", "steps"), default="minutes",
+                        help="--plot: BLEU against minutes of training (default) or steps")
     parser.add_argument("--framework", choices=("numpy", "torch"), default="numpy")
     parser.add_argument("--init", default=None, help="numpy: the preset's (default), xavier, xavier_uniform, "
                                                       "torch; torch: recipe (default) or copy")
@@ -210,7 +215,8 @@ def main(argv=None):
     reuse_freed_memory()                                    # as the CLI does, for either framework
     if args.plot:
         require("matplotlib")
-        print(f"wrote {draw(dict(item.split('=', 1) for item in args.plot), output_folder(args) / 'bleu_curve.png')}")
+        curves = dict(item.split("=", 1) for item in args.plot)
+        print(f"wrote {draw(curves, output_folder(args) / 'bleu_curve.png', args.against)}")
         return None
     if args.framework == "torch":
         require("torch")                                    # before the data are prepared

@@ -41,6 +41,9 @@ def test_written_curves_are_drawn_against_minutes(example, tmp_path):
     example.main([*TINY, "--out", str(tmp_path / "run")])
     assert example.main(["--plot", f"tiny={tmp_path / 'run' / 'curve.jsonl'}", "--out", str(tmp_path / "plot")]) is None
     assert (tmp_path / "plot" / "bleu_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert example.main(["--plot", f"tiny={tmp_path / 'run' / 'curve.jsonl'}", "--against", "steps",
+                         "--out", str(tmp_path / "steps")]) is None
+    assert (tmp_path / "steps" / "bleu_curve.png").read_bytes() != (tmp_path / "plot" / "bleu_curve.png").read_bytes()
 
 
 def test_the_minutes_budget_ends_the_run(example, tmp_path):

@@ -51,8 +51,8 @@ def tatoeba_splits(pair="en-it", subset=None, subset_mode="first", seed=0, full=
     rows = {split: read_rows(CORPUS_FOLDER / f"{split}.jsonl.gz") for split in ("train", "validation")}
     if full:
         rows["train"] += read_rows(CORPUS_FOLDER / MORE_FILE, compression="xz")
-    given = {split: [Pair(*texts) if languages == LANGUAGES else Pair(*texts[::-1]) for texts in texts_of_split]
-             for split, texts_of_split in rows.items()}
+    given = {split: [Pair(*texts) if languages == LANGUAGES else Pair(*texts[::-1]) for texts in split_rows]
+             for split, split_rows in rows.items()}
     kept = {source_key(given["train"][i].src) for i in subset_indices(len(given["train"]), subset, subset_mode, seed)}
     share = min(MAX_TEST_FRACTION, TEST_SOURCES / len(kept))
     parts = complete_splits(given, seed, (1 - 2 * share, share, share), subset, subset_mode)
