@@ -24,7 +24,8 @@ both. Each evaluation is a line of OUT/curve.jsonl: step, training seconds, BLEU
 target tokens trained on per second of training. The run
 ends after `--steps` steps or `--max-minutes` of training, whichever comes first. PyTorch is
 needed only for --framework torch. `--plot numpy=A/curve.jsonl torch=B/curve.jsonl` draws
-curves already written into OUT/bleu_curve.png. OUT is --out (default runs/examples/bleu_curve/);
+curves already written into OUT/bleu_curve.png (against minutes, or `--against steps`); `--test`
+scores the test split too at every point. OUT is --out (default runs/examples/bleu_curve/);
 --threads N (default 1) is PyTorch's thread count, and this project's as `train --threads N` uses
 it (the batch split between N processes for the default model, training/parallel.py).
 """
@@ -127,14 +128,18 @@ class TorchRun:
 
 
 
-def validation_point(run, data, step, seconds):
-    """Greedy BLEU and chrF of the validation split after `step` steps and `seconds` of training."""
-    scores = evaluate_pairs(run.translator(), *data.tokenizers, data.splits.validation, beam_size=1).greedy_scores
-    return {"step": step, "train_seconds": round(seconds, 1), "bleu": round(scores.bleu, 2),
-            "chrf": round(scores.chrf, 2)}
+def validation_point(run, data, step, seconds, test=False):
+    """Greedy BLEU and chrF of the validation split (and with test, of the test split: test_bleu,
+    test_chrf) after `step` steps and `seconds` of training."""
+    point = {"step": step, "train_seconds": round(seconds, 1)}
+    for split, prefix in (("validation", ""), *((("test", "test_"),) if test else ())):
+        scores = evaluate_pairs(run.translator(), *data.tokenizers, getattr(data.splits, split),
+                                beam_size=1).greedy_scores
+        point.update({f"{prefix}bleu": round(scores.bleu, 2), f"{prefix}chrf": round(scores.chrf, 2)})
+    return point
 
 
-def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds, log=print):
+def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds, log=print, test=False):
     """Train `run` for the run's steps or `max_seconds`, whichever comes first; every `eval_every`
     steps (and at the end) a validation point, also written to out/curve.jsonl."""
     training = configs["training"]
@@ -148,7 +153,7 @@ def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds,
             tokens += int(np.count_nonzero(batch.tgt_out != data.tokenizers[1].pad_id))
             last = step == training.steps or seconds >= max_seconds
             if step % eval_every == 0 or last:
-                curve.append({**validation_point(run, data, step, seconds),
+                curve.append({**validation_point(run, data, step, seconds, test),
                               "target_tokens_per_second": round(tokens / seconds)})
                 with bar.external_write_mode():
                     log(json.dumps(curve[-1]))
@@ -158,8 +163,9 @@ def train_with_curve(run, data, configs, data_rng, out, eval_every, max_seconds,
                 return curve
 
 
-def draw(curves, path):
-    """The curves ({label: curve.jsonl path}) as validation BLEU against minutes of training."""
+def draw(curves, path, against="minutes"):
+    """The curves ({label: curve.jsonl path}) as validation BLEU against minutes of training, or
+    against steps (against="steps")."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,8 +174,9 @@ def draw(curves, path):
     figure, axis = plt.subplots(figsize=(6, 4))
     for label, curve_path in curves.items():
         points = [json.loads(line) for line in Path(curve_path).read_text(encoding="utf-8").splitlines()]
-        axis.plot([p["train_seconds"] / 60 for p in points], [p["bleu"] for p in points], "o-", label=label)
-    axis.set_xlabel("minutes of training")
+        axis.plot([p["step"] if against == "steps" else p["train_seconds"] / 60 for p in points],
+                  [p["bleu"] for p in points], "o-", label=label)
+    axis.set_xlabel("training steps" if against == "steps" else "minutes of training")
     axis.set_ylabel("validation BLEU (greedy)")
     axis.grid(alpha=0.3)
     axis.legend()
@@ -184,6 +191,8 @@ def main(argv=None):
     parser.add_argument("--plot", nargs="+", metavar="LABEL=CURVE",
                         help="draw curve.jsonl files already written (LABEL=PATH …) into OUT/bleu_curve.png, and "
                              "train nothing")
+    parser.add_argument("--against", choices=("minutes", "steps"), default="minutes",
+                        help="--plot: BLEU against minutes of training (default) or steps")
     parser.add_argument("--framework", choices=("numpy", "torch"), default="numpy")
     parser.add_argument("--init", default=None, help="numpy: the preset's (default), xavier, xavier_uniform, "
                                                       "torch; torch: recipe (default) or copy")
@@ -198,13 +207,16 @@ def main(argv=None):
                             help=f"more {part} fields over the preset's, e.g. '{{\"d_model\": 256}}'")
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--max-minutes", type=float, default=float("inf"))
+    parser.add_argument("--test", action="store_true", help="score the test split too at every point (test_bleu, "
+                                                                 "test_chrf)")
     parser.add_argument("--fused-adam", action="store_true", help="torch: Adam(fused=True), PyTorch at its best")
     add_example_arguments(parser, __file__)
     args = parser.parse_args(argv)
     reuse_freed_memory()                                    # as the CLI does, for either framework
     if args.plot:
         require("matplotlib")
-        print(f"wrote {draw(dict(item.split('=', 1) for item in args.plot), output_folder(args) / 'bleu_curve.png')}")
+        curves = dict(item.split("=", 1) for item in args.plot)
+        print(f"wrote {draw(curves, output_folder(args) / 'bleu_curve.png', args.against)}")
         return None
     if args.framework == "torch":
         require("torch")                                    # before the data are prepared
@@ -232,7 +244,8 @@ def main(argv=None):
     shared = run.trainer.shared_steps() if args.framework == "numpy" else contextlib.nullcontext()
     with shared:                                            # --threads N as `train` uses them
         return train_with_curve(run, prepared, {"training": training_config, "data": data_config}, data_rng, out,
-                                args.eval_every, args.max_minutes * 60, log=lambda line: print(line, flush=True))
+                                args.eval_every, args.max_minutes * 60, log=lambda line: print(line, flush=True),
+                                test=args.test)
 
 
 if __name__ == "__main__":

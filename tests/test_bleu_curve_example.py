@@ -26,10 +26,24 @@ def test_the_curve_has_a_point_every_few_steps_and_at_the_end(example, tmp_path)
     assert written == curve
 
 
+def test_with_test_each_point_scores_the_test_split_too_and_the_run_is_the_same(example, tmp_path):
+    curve = example.main([*TINY, "--test", "--out", str(tmp_path)])
+    assert [point["step"] for point in curve] == [2, 4]
+    assert all({"bleu", "chrf", "test_bleu", "test_chrf"} <= point.keys() for point in curve)
+    assert any(point["test_chrf"] != point["chrf"] for point in curve)          # another split, other scores
+    plain = example.main([*TINY, "--out", str(tmp_path / "plain")])
+    assert [{k: v for k, v in point.items() if not k.startswith("test_") and k != "train_seconds"
+             and k != "target_tokens_per_second"} for point in curve] == \
+        [{k: v for k, v in point.items() if k not in ("train_seconds", "target_tokens_per_second")} for point in plain]
+
+
 def test_written_curves_are_drawn_against_minutes(example, tmp_path):
     example.main([*TINY, "--out", str(tmp_path / "run")])
     assert example.main(["--plot", f"tiny={tmp_path / 'run' / 'curve.jsonl'}", "--out", str(tmp_path / "plot")]) is None
     assert (tmp_path / "plot" / "bleu_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert example.main(["--plot", f"tiny={tmp_path / 'run' / 'curve.jsonl'}", "--against", "steps",
+                         "--out", str(tmp_path / "steps")]) is None
+    assert (tmp_path / "steps" / "bleu_curve.png").read_bytes() != (tmp_path / "plot" / "bleu_curve.png").read_bytes()
 
 
 def test_the_minutes_budget_ends_the_run(example, tmp_path):

@@ -20,10 +20,15 @@ def normalised(text):
     return re.sub(r"[^\w ]", " ", text.lower()).split()
 
 
+@pytest.fixture(scope="module")
+def full_splits():
+    return load_dataset_splits("tatoeba-full")
+
+
 def test_the_corpus_ships_compressed_within_a_few_megabytes():
-    files = sorted(tatoeba.CORPUS_FOLDER.glob("*.jsonl.gz"))
-    assert [file.name for file in files] == ["train.jsonl.gz", "validation.jsonl.gz"]
-    assert sum(file.stat().st_size for file in files) < 4_000_000
+    files = sorted(tatoeba.CORPUS_FOLDER.glob("*.jsonl.*"))
+    assert [file.name for file in files] == ["train-more.jsonl.xz", "train.jsonl.gz", "validation.jsonl.gz"]
+    assert sum(file.stat().st_size for file in files) < 6_000_000
     assert "Tatoeba (tatoeba.org), CC-BY 2.0 FR" in (tatoeba.CORPUS_FOLDER / "README.md").read_text()
 
 
@@ -119,3 +124,59 @@ def test_with_distinct_sources_the_split_is_a_shuffle_of_the_pairs():
     order = np.random.default_rng(3).permutation(100)
     assert split_pairs(pairs, seed=3) == ([pairs[i] for i in order[:90]], [pairs[i] for i in order[90:95]],
                                           [pairs[i] for i in order[95:]])
+
+
+def test_the_full_corpus_is_the_default_corpus_and_more_with_the_same_validation(splits, full_splits):
+    assert len(full_splits.train) + len(full_splits.test) == 344_949
+    assert full_splits.validation == splits.validation
+    assert len({source_key(pair.src) for pair in full_splits.test}) == 1000
+    first = load_dataset_splits("tatoeba-full", subset=60_000)
+    assert sorted(first.train + first.test, key=lambda p: (p.src, p.tgt)) == \
+        sorted(splits.train + splits.test, key=lambda p: (p.src, p.tgt))
+    assert "every pair" in full_splits.source and "Tatoeba (tatoeba.org), CC-BY 2.0 FR" in full_splits.source
+
+
+def test_no_held_out_source_of_the_full_corpus_occurs_in_its_training_even_up_to_case_and_punctuation(full_splits):
+    train_normalised = {tuple(normalised(pair.src)) for pair in full_splits.train}
+    for held_out in (full_splits.validation, full_splits.test):
+        assert not {pair.src for pair in held_out} & {pair.src for pair in full_splits.train}
+        assert not {tuple(normalised(pair.src)) for pair in held_out} & train_normalised
+    assert sum(1 for p in full_splits.test if sum(q.src == p.src for q in full_splits.test) > 1) > 500
+
+
+def write_jsonl(path, pairs, ids=True):
+    import json
+    lines = "".join(json.dumps({**({"id": str(i)} if ids else {}), "translation": {"en": en, "it": it}},
+                               ensure_ascii=False) + "\n" for i, (en, it) in enumerate(pairs))
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress(lines.encode("utf-8"), mtime=0))
+    else:
+        path.write_text(lines, encoding="utf-8")
+
+
+def build_script():
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("build_tatoeba", Path(__file__).parents[1] / "scripts" /
+                                                  "build_tatoeba.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_build_script_writes_the_same_bytes_every_time_and_leaves_out_validation_sources(tmp_path):
+    train = [("Hello.", "Ciao."), ("I'm here.", "Sono qui.")]
+    more = [("We succeeded.", "Ce l'abbiamo fatta."), ("Where's the cat?", "Dov'è il gatto?")]
+    write_jsonl(tmp_path / "train.jsonl", train)
+    write_jsonl(tmp_path / "validation.jsonl", [("We succeeded!", "Siamo riusciti!")])
+    write_jsonl(tmp_path / "train-full.jsonl.gz", train + more)
+    build = build_script()
+    build.build(tmp_path, tmp_path / "first")
+    build.build(tmp_path, tmp_path / "second")
+    for name in ("train.jsonl.gz", "validation.jsonl.gz", tatoeba.MORE_FILE):
+        assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "second" / name).read_bytes()
+    assert tatoeba.read_rows(tmp_path / "first" / "train.jsonl.gz") == train
+    assert tatoeba.read_rows(tmp_path / "first" / tatoeba.MORE_FILE, compression="xz") == more[1:]
+    write_jsonl(tmp_path / "train-full.jsonl.gz", more + train)
+    with pytest.raises(SystemExit, match="does not begin with the rows of"):
+        build.build(tmp_path, tmp_path / "third")

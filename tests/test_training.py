@@ -232,7 +232,8 @@ def test_the_presets_are_the_runs_they_describe():
     assert (model["d_model"], model["init"], training.steps) == (128, "xavier_uniform", 10_000)
     assert (data.dataset, data.pair, data.tokenizer, data.shared_vocabulary) == ("bentrevett/multi30k", "en-de",
                                                                                 "unigram", True)
-    assert set(PRESETS) == {"default", "grammar", "thesis-1-head", "thesis-8-heads", "base", "small-real", "lm", "mlm"}
+    assert set(PRESETS) == {"default", "translator", "grammar", "thesis-1-head", "thesis-8-heads", "base", "small-real",
+                            "lm", "mlm"}
 
 
 def test_flags_override_a_preset_and_bad_values_fail_before_any_data_is_loaded():

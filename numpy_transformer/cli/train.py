@@ -76,7 +76,8 @@ TRAINING_FLAGS = [
                                       "Adam, dynamic loss scaling"),
 ]
 DATA_FLAGS = [
-    ("--dataset", "dataset", str, "tatoeba (real English–Italian sentences in the package, offline), builtin "
+    ("--dataset", "dataset", str, "tatoeba (real English–Italian sentences in the package, offline; tatoeba-full: "
+                                  "every pair of it, 344,949, the translator preset's), builtin "
                                   "(the synthetic grammar, offline), opus_books, a .jsonl/.json/.csv/"
                                   ".tsv/.parquet file of pairs (columns named by the languages, or see --columns), "
                                   "the prefix P of two parallel text files P.en and P.it of one sentence a line "

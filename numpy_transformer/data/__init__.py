@@ -21,7 +21,7 @@ One call gives the training code its data, whatever the source:
 | module        | what it holds                                                            |
 |---------------|--------------------------------------------------------------------------|
 | `corpus`      | `Pair`, `DataSplits`, the seeded 90/5/5 split and the subset             |
-| `tatoeba`     | real English–Italian in the package: Tatoeba, CC-BY 2.0 FR               |
+| `tatoeba`     | real English–Italian in the package: Tatoeba, CC-BY 2.0 FR (`tatoeba-full`: all of it) |
 | `builtin`     | the built-in synthetic corpus, with word alignments                      |
 | `grammar`     | the grammar that writes it (`lexicon`, `english`, `italian`: its words)  |
 | `hub`         | Hub datasets, cached copy first; `DataUnavailableError` when offline     |
@@ -44,14 +44,14 @@ from numpy_transformer.data.files import FORMATS, file_splits, hub_pairs
 from numpy_transformer.data.hub import DataUnavailableError
 from numpy_transformer.data.official import hub_splits, split_files
 from numpy_transformer.data.opus import load_opus_books, pairs_file_hint, parse_pair
-from numpy_transformer.data.tatoeba import NAMES as TATOEBA_NAMES, tatoeba_splits
+from numpy_transformer.data.tatoeba import FULL_NAMES as TATOEBA_FULL_NAMES, NAMES as TATOEBA_NAMES, tatoeba_splits
 from numpy_transformer.data.texts import TextSplits, hub_text_splits, side_of, text_file_splits, TEXT_FILE_SUFFIX
 from numpy_transformer.data.tokenizer import (WordTokenizer, load_tokenizers, save_tokenizers,
                                               train_text_tokenizer, train_tokenizers)
 
-DATASET_NAMES = ("tatoeba", "builtin", "opus_books")
+DATASET_NAMES = ("tatoeba", "tatoeba-full", "builtin", "opus_books")
 OPUS_NAMES = ("opus_books", "Helsinki-NLP/opus_books")
-CORPUS_NAMES = ("builtin", *TATOEBA_NAMES, *OPUS_NAMES)      # the corpora known by name
+CORPUS_NAMES = ("builtin", *TATOEBA_NAMES, *TATOEBA_FULL_NAMES, *OPUS_NAMES)      # the corpora known by name
 
 
 def load_dataset_splits(name="builtin", pair="en-it", subset=None, subset_mode="first", seed=0,
@@ -60,6 +60,7 @@ def load_dataset_splits(name="builtin", pair="en-it", subset=None, subset_mode="
     """Train, validation and test pairs (a `DataSplits`, with its `source` line) from:
 
     - "tatoeba": real English–Italian sentences in the package (`tatoeba.py`; pair en-it or it-en);
+      "tatoeba-full": the same with every training pair (344,949 rather than 60,000);
     - "builtin": the built-in synthetic corpus of `n_pairs` pairs (English→Italian only);
     - "opus_books" (or "Helsinki-NLP/opus_books"): the real corpus for `pair`;
     - a path to a .jsonl/.json, .csv, .tsv or .parquet file of pairs, or the prefix P of two
@@ -88,8 +89,8 @@ def load_dataset_splits(name="builtin", pair="en-it", subset=None, subset_mode="
         if languages != ("en", "it"):
             raise ValueError(f"the built-in corpus is English→Italian only (pair 'en-it'), got pair {pair!r}")
         return builtin_splits(n_pairs, seed, subset, subset_mode, fractions)
-    if name in TATOEBA_NAMES:
-        return tatoeba_splits(pair, subset, subset_mode, seed)
+    if name in TATOEBA_NAMES or name in TATOEBA_FULL_NAMES:
+        return tatoeba_splits(pair, subset, subset_mode, seed, full=name in TATOEBA_FULL_NAMES)
     if name in OPUS_NAMES:
         return load_opus_books(pair, subset, subset_mode, seed, cache_dir, fractions)
     parts, source = hub_splits(name, dataset_config, lambda table, where: hub_pairs(table, languages, where, columns),

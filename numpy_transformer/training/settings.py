@@ -42,7 +42,8 @@ class DataConfig(JsonConfig):
     | field          | meaning                                                                  |
     |----------------|--------------------------------------------------------------------------|
     | task           | "translation" (pairs), "lm" (GPT: causal) or "mlm" (BERT: masked)        |
-    | dataset        | "tatoeba" (real en-it in the package), "builtin" (synthetic),           |
+    | dataset        | "tatoeba" (real en-it in the package; "tatoeba-full": all of it),       |
+    |                | "builtin" (synthetic),                                                   |
     |                | "opus_books", a file path, the prefix P of parallel text files P.en and |
     |                | P.it, a folder of train/validation/test files, or                       |
     |                | a Hugging Face dataset's name (pairs;                                    |
