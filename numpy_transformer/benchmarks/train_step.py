@@ -277,14 +277,20 @@ def worker_peak(model):
 def restart_peak_memory():
     """Restart the peak resident size from the current one (VmHWM := VmRSS, by writing 5 to
     /proc/self/clear_refs); False where it does not restart: no /proc, a kernel that refuses the
-    write, or one that accepts it and keeps the old peak."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-    except OSError:
-        return False
-    peak, resident = status_kb("VmHWM"), status_kb("VmRSS")
-    return peak is not None and resident is not None and peak <= resident
+    write, or one that accepts it and keeps the old peak. Tried up to 5 times: another thread
+    that frees memory between the two readings (BLAS's, the update's) makes one try look failed."""
+    for _ in range(5):
+        try:
+            with open("/proc/self/clear_refs", "w") as clear_refs:
+                clear_refs.write("5")
+        except OSError:
+            return False
+        peak, resident = status_kb("VmHWM"), status_kb("VmRSS")
+        if peak is None or resident is None:
+            return False
+        if peak <= resident:
+            return True
+    return False
 
 
 def status_kb(field):

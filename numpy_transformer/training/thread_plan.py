@@ -16,9 +16,9 @@ d_model 512 models, 1.4–1.5 times PyTorch's peak memory on two processes: docs
 The answer is kept in the user's cache folder (`cache_path`), under a key of the CPU, its
 cores, N, the versions of Python, NumPy and BLAS (with its kernels) and the model's and the
 batch's shapes, so the next run of that model on that machine reads it instead of measuring.
-While other work keeps the cores busy (`machine_busy`) nothing is measured: such a measurement
-times that work, not the machine, and three steps of it chose one way or the other at random.
-Then both ways lose to one core (processes that wait for each other at every step, BLAS threads
+While other work keeps the cores busy (`machine_busy`) as the run starts, nothing is measured or
+read: such a measurement times that work, not the machine, and three steps of it chose one way
+or the other at random; and both ways, measured or not, lose to one core (processes that wait for each other at every step, BLAS threads
 that spin), so the run takes one core (`busy_plan`: "one", the numbers of `--threads 1`) and the
 next quiet run measures (delete the file to measure again, or give `--split`). A load that comes
 once the run is under way is `parallel.Pace`'s to follow.
@@ -72,13 +72,13 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
         return Plan(split, {}, f"--split {split} given")
     if processes < 2 or not parallel.available():
         return Plan("blas", {}, "one core, or processes cannot be forked here: one process")
+    busy = machine_busy()
+    if busy:
+        return busy_plan(busy)
     key = machine_key(model, batch, processes)
     path = cache_path() if cache is None else cache
     known = _read(path).get(key) if path else None
     if known is None:
-        busy = machine_busy()
-        if busy:
-            return busy_plan(busy)
         known = measure(model, objective, label_smoothing, batch, processes)
         if path:
             _write(path, key, known)
@@ -91,9 +91,10 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
 
 
 def busy_plan(load):
-    """The `Plan` of a machine that other work keeps busy, with nothing measured for this model
-    yet: one core, as `--threads 1` (the same numbers), since N processes that wait for each
-    other or N BLAS threads that spin lose to one beside another job; nothing is measured or kept."""
+    """The `Plan` of a machine that other work keeps busy, whatever was measured before on it
+    when it was quiet: one core, as `--threads 1` (the same numbers), since N processes that
+    wait for each other or N BLAS threads that spin lose to one beside another job; nothing is
+    measured or kept."""
     return Plan("one", {}, f"other work keeps the cores busy (load {load:.1f}), where N processes or N BLAS threads "
                            f"lose to one core: one core, as --threads 1 trains (the next quiet run measures; --split "
                            f"batch|blas uses them anyway)")
