@@ -84,8 +84,9 @@ def add_decoding_arguments(parser, what):
 
 TRAINING_THREADS = ("cores to train on: N processes share each step, a part of the batch each, and N threads the "
                     "optimizer's update (default 1; 2 trains the default preset 1.7 times as fast on an idle 2-core "
-                    "AMD EPYC, 1.6 times on an idle 2-core Xeon; beside one busy process on that Xeon, training "
-                    "was level with 1 thread and the whole run 2-3 %% slower; a step runs in one process when "
+                    "AMD EPYC, 1.6 times on an idle 2-core Xeon; a run that starts beside another job keeping the "
+                    "cores busy takes one core, as --threads 1, with its numbers: on that Xeon beside one busy "
+                    "process 77.7 s against 79.1 s; a step runs in one process when "
                     "that is faster, with the same numbers; a seeded run repeats itself for a given N, and "
                     "differs from another N by rounding; several hosts: mpiexec -n P numpy-transformer train, "
                     "docs/training.md)")
