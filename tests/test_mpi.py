@@ -145,12 +145,12 @@ def test_under_mpiexec_a_mixed_precision_run_is_refused_and_every_width_shares_i
 def test_mpiexec_2_gives_the_weights_and_log_of_threads_2_bit_for_bit(tmp_path, task):
     arguments = ["train", *TINY, *TASKS[task], "--steps", "7"]
     process = mpiexec([*arguments, "--out", tmp_path / "mpi"])
-    status, _, err = run_main([*arguments, "--out", tmp_path / "threads", "--threads", "2"])
+    status, _, err = run_main([*arguments, "--out", tmp_path / "threads", "--threads", "2", "--split", "batch"])
     assert status == 0, err
     status, out, err, _ = finished(process)
     assert status == 0 and err == "", err
     assert "Wrote " in out and re.search(r"^processes: 2 MPI ranks \(\S+ ×2\), each step shared between them as "
-                                         r"by --threads 2; rank 0 \(this one\) reads, writes and prints$", out, re.M)
+                                         r"by --threads 2 --split batch; rank 0 \(this one\) reads, writes and prints$", out, re.M)
     under_mpi, threads = load_checkpoint(tmp_path / "mpi"), load_checkpoint(tmp_path / "threads")
     assert under_mpi.step == threads.step == 7 and under_mpi.state["processes"] == 2
     assert_same_weights(weights(under_mpi.model), weights(threads.model))

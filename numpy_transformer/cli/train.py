@@ -560,7 +560,7 @@ def ranks_line(run):
     hosts = Counter(host for host, _ in mpi.hosts())
     where = ", ".join(f"{host} ×{count}" for host, count in hosts.items())
     return [f"processes: {sum(hosts.values())} MPI ranks ({where}), each step shared between them as by --threads "
-            f"{sum(hosts.values())}; rank 0 (this one) reads, writes and prints"]
+            f"{sum(hosts.values())} --split batch; rank 0 (this one) reads, writes and prints"]
 
 
 def run_metrics(run, result, evaluation, args, total_seconds, scored):
