@@ -30,7 +30,7 @@ def test_the_preset_is_the_default_model_on_every_pair_for_longer():
     assert model == default_model
     assert (data.dataset, data.tokenizer, data.vocab_size, data.shared_vocabulary, data.max_len) == \
         ("tatoeba-full", "unigram", 8000, True, 64)
-    assert (training.steps, training.batch_size, training.warmup_steps) == (24_000, 64, 400)
+    assert (training.steps, training.batch_size, training.warmup_steps) == (20_000, 64, 400)
     assert training.steps > default_training.steps and default_data.dataset == "tatoeba"
     assert "translator" in PRESETS
 

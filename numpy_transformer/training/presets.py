@@ -7,7 +7,7 @@ overridden by a flag (`--d-model 256`, `--steps 5000`, …). How long each takes
 | default         | 1 + 1 layers, d 128, 4 heads, d_ff 512,  | batch 64, 3,000 steps, warm-up 400              | Tatoeba en-it (in the   |
 |                 | Glorot-uniform weights                   |                                                 | package), shared unigram|
 |                 |                                          |                                                 | 8,000, max length 64    |
-| translator      | the default model                        | batch 64, 24,000 steps, warm-up 400             | every Tatoeba pair      |
+| translator      | the default model                        | batch 64, 20,000 steps, warm-up 400             | every Tatoeba pair      |
 |                 |                                          |                                                 | (tatoeba-full), shared  |
 |                 |                                          |                                                 | unigram 8,000, 64       |
 | grammar         | the default model                        | batch 64, 1,500 steps, warm-up 400              | built-in, words, 64     |
@@ -26,7 +26,7 @@ The thesis presets are the experiments of §3.1 (one layer, to see what each hea
 default is their small, quick cousin, trained on the real English–Italian sentences that ship
 with the package (`data/tatoeba.py`) within minutes on two cores; its vocabulary and steps were
 chosen by measurement (docs/training.md, "Choosing the default recipe"). `translator` trains the
-same model eight times as long on all 344,949 pairs of the package (`tatoeba-full`), within half
+same model nearly seven times as long on all 344,949 pairs of the package (`tatoeba-full`), within half
 an hour on two cores (`--threads 2`), for a model that translates everyday sentences well
 (docs/training.md, "A translator worth keeping"). `grammar` is the same
 model on the synthetic grammar of `data/grammar.py` (the default until real sentences shipped),
@@ -84,10 +84,10 @@ PRESETS = {
         dict(dataset="tatoeba", max_len=64, tokenizer="unigram", vocab_size=8000, shared_vocabulary=True)),
     "translator": Preset(
         "a translator worth keeping: the default model on every Tatoeba English–Italian pair in the package "
-        "(tatoeba-full, 342,566 training pairs), one unigram vocabulary of 8,000 pieces, 24,000 steps (about 28 "
-        "minutes with --threads 2 on a 2-core Intel Xeon, estimated from the default's step)",
+        "(tatoeba-full, 342,566 training pairs), one unigram vocabulary of 8,000 pieces, 20,000 steps (about 29 "
+        "minutes with --threads 2 on a 2-core Intel Xeon)",
         SMALL_MODEL,
-        dict(batch_size=64, steps=24_000, schedule="warmup", warmup_steps=400, lr_factor=1.0, eval_every=2000,
+        dict(batch_size=64, steps=20_000, schedule="warmup", warmup_steps=400, lr_factor=1.0, eval_every=2000,
              log_every=100, checkpoint_every=2000),
         dict(dataset="tatoeba-full", max_len=64, tokenizer="unigram", vocab_size=8000, shared_vocabulary=True)),
     "grammar": Preset(
