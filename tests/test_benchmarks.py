@@ -243,6 +243,26 @@ def test_bench_train_step_on_two_processes_shares_the_batch_and_counts_the_worke
     assert results[0]["numpy_processes"] == 1 and "forward and backward on" not in out
 
 
+def test_a_worker_s_memory_counts_what_it_allocates_and_not_the_shared_pages_it_touches():
+    """The main process's peak already holds the shared weights and gradients' slots: a worker's
+    addition leaves out the shared pages it touched, and keeps its private ones."""
+    from numpy_transformer.benchmarks.train_step import added_kb, worker_peak, worker_restart_peak
+    from numpy_transformer.training.parallel import SharedArrays
+
+    start = worker_restart_peak(None)
+    if start is None:
+        pytest.skip("no /proc/self/status with a peak that restarts")
+    shared = SharedArrays([((16, 1 << 20), np.float32)])    # 64 MB
+    shared.arrays[0][...] = 1.0
+    touched_shared = added_kb(start, worker_peak(None))
+    start = worker_restart_peak(None)
+    private = np.ones((16, 1 << 20), np.float32)
+    touched_private = added_kb(start, worker_peak(None))
+    assert touched_shared < 8 * 1024, touched_shared
+    assert 60 * 1024 < touched_private < 72 * 1024, touched_private
+    del private
+
+
 def test_the_scaling_model_is_amdahl_s_law_without_overheads_and_grows_with_them():
     from numpy_transformer.benchmarks.scaling import predicted_step
 

@@ -43,7 +43,9 @@ def test_auto_takes_the_faster_way_measured_and_then_reads_it_from_the_cache(tmp
     cache = tmp_path / "plans.json"
     plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=cache)
     assert plan.seconds["batch"] > 0 and plan.seconds["blas"] > 0
-    faster = plan.seconds["batch"] < (1 - thread_plan.MARGIN) * plan.seconds["blas"]
+    update = plan.seconds["update"]
+    assert update > 0 and set(plan.seconds) == {"batch", "blas", "update"}
+    faster = plan.seconds["batch"] + update < (1 - thread_plan.MARGIN) * (plan.seconds["blas"] + update)
     assert plan.split == ("batch" if faster else "blas") and "measured now" in plan.why
     assert json.loads(cache.read_text()) == {machine_key(model, batch, 2): plan.seconds}
     monkeypatch.setattr(thread_plan, "measure", lambda *args: pytest.fail("measured again"))
@@ -78,17 +80,37 @@ def test_a_cache_that_is_not_json_is_measured_again_and_rewritten(tmp_path, monk
     model, batch = tiny()
     cache = tmp_path / "plans.json"
     cache.write_text("{not json")
-    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": 0.5, "blas": 0.25})
+    measured = {"batch": 0.5, "blas": 0.25, "update": 0.1}
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: measured)
     assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=cache).split == "blas"
-    assert json.loads(cache.read_text()) == {machine_key(model, batch, 2): {"batch": 0.5, "blas": 0.25}}
+    assert json.loads(cache.read_text()) == {machine_key(model, batch, 2): measured}
 
 
-@pytest.mark.parametrize("batch_seconds, split", [(0.5, "batch"), (0.97, "blas"), (1.2, "blas")])
-def test_the_batch_is_split_only_when_that_is_faster_by_the_margin(tmp_path, monkeypatch, batch_seconds, split):
+def test_a_plan_kept_without_the_update_s_time_is_measured_again(tmp_path, monkeypatch):
+    model, batch = tiny()
+    cache = tmp_path / "plans.json"
+    cache.write_text(json.dumps({machine_key(model, batch, 2): {"batch": 0.5, "blas": 1.0}}))   # an older cache's
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": 0.9, "blas": 1.0, "update": 1.0})
+    plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=cache)
+    assert plan.split == "blas" and "measured now" in plan.why
+
+
+@pytest.mark.parametrize("batch_seconds, update, split", [(0.5, 0.0, "batch"), (0.97, 0.0, "blas"), (1.2, 0.0, "blas"),
+                                                          (0.9, 0.0, "batch"), (0.9, 2.0, "blas"), (0.5, 1.0, "batch")])
+def test_the_batch_is_split_only_when_that_makes_the_whole_step_faster_by_the_margin(tmp_path, monkeypatch,
+                                                                                      batch_seconds, update, split):
+    """The clip and update follow the forward and backward either way: a forward and backward
+    10 % faster is a step about 3 % faster when the update takes twice as long, not enough."""
     monkeypatch.setattr(parallel, "available", lambda: True)
-    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": batch_seconds, "blas": 1.0})
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": batch_seconds, "blas": 1.0, "update": update})
     model, batch = tiny()
     assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=False).split == split
+
+
+def test_the_update_s_time_grows_with_the_parameters_and_is_shared_by_the_threads():
+    small, large = (thread_plan.update_seconds(size, 1, sample=1 << 16) for size in (1 << 16, 1 << 22))
+    assert 32 < large / small < 128                   # 64 times the entries, timed on the same sample
+    assert thread_plan.update_seconds(1 << 22, 2, sample=1 << 16) < large
 
 
 def test_a_busy_machine_measures_nothing_and_takes_one_core(tmp_path, monkeypatch):
@@ -103,7 +125,8 @@ def test_a_busy_machine_measures_nothing_and_takes_one_core(tmp_path, monkeypatc
     plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=tmp_path / "plans.json")
     assert plan.split == "one" and plan.seconds == {} and "busy (load 6.5)" in plan.why
     assert not (tmp_path / "plans.json").exists()
-    (tmp_path / "plans.json").write_text(json.dumps({machine_key(model, batch, 2): {"batch": 0.5, "blas": 1.0}}))
+    (tmp_path / "plans.json").write_text(json.dumps({machine_key(model, batch, 2): {"batch": 0.5, "blas": 1.0,
+                                                                                    "update": 0.1}}))
     assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=tmp_path / "plans.json").split == "one"
     monkeypatch.setattr(thread_plan, "machine_busy", lambda: 0.0)
     plan = choose_split(model, BatchLoss(), 0.1, batch, 2, cache=tmp_path / "plans.json")
@@ -151,7 +174,7 @@ def test_measuring_leaves_the_weights_the_gradients_and_the_dropout_draws_as_the
     first.grad = np.full(first.shape, 3.0, first.dtype)
     states = [g.bit_generator.state for g in model.generators()]
     seconds = measure(model, BatchLoss(), 0.1, batch, 2, steps=1)
-    assert set(seconds) == {"batch", "blas"}
+    assert set(seconds) == {"batch", "blas", "update"}
     assert all(np.array_equal(p.data, before[name]) for name, p in model.named_parameters())
     assert np.array_equal(first.grad, np.full(first.shape, 3.0)) and \
         all(p.grad is None for _, p in model.named_parameters() if p is not first)
@@ -161,7 +184,7 @@ def test_measuring_leaves_the_weights_the_gradients_and_the_dropout_draws_as_the
 @needs_fork
 def test_a_run_records_the_measured_split_and_a_resumed_run_keeps_it(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": 2.0, "blas": 1.0})
+    monkeypatch.setattr(thread_plan, "measure", lambda *args: {"batch": 2.0, "blas": 1.0, "update": 0.1})
     lines = []
     with Run.new(tmp_path / "run", *tiny_configs(training={"steps": 2}), report=lines.append, threads=2,
                  split="auto") as run:

@@ -233,8 +233,9 @@ def print_peak_memory(config_name, framework, threads, split="auto"):
     missing or the peak cannot be restarted (`restart_peak_memory`). The baseline is taken after
     two steps of the tiny configuration, so that what any run pays once (imported modules, thread
     pools, BLAS buffers, PyTorch's kernels) is in it. With the batch split between processes,
-    what each worker process adds from its start to its peak is added (the shared memory both
-    touch counts twice: an upper bound)."""
+    what each worker process adds from its start to its peak is added, less the shared memory it
+    touched (the weights and its gradients' slot), which this process's peak already holds: the
+    shared memory counts once."""
     if framework == "torch" and import_torch(threads) is None:
         print("None")
         return
@@ -261,17 +262,28 @@ def train_two_steps(framework, config, threads, split="auto"):
         return []
     peaks = shared.on_workers(worker_peak)
     shared.close()
-    return [None if start is None or peak is None else peak - start for start, peak in zip(starts, peaks)]
+    return [added_kb(start, peak) for start, peak in zip(starts, peaks)]
+
+
+def added_kb(start, peak):
+    """The kilobytes a worker added between `worker_restart_peak` (start) and `worker_peak`
+    (peak), its shared pages left out; None if either reading is missing."""
+    if start is None or peak is None:
+        return None
+    return (peak[0] - start[0]) - (peak[1] - start[1])
 
 
 def worker_restart_peak(model):
-    """In a worker: restart its peak memory; its resident kilobytes now, or None."""
-    return status_kb("VmRSS") if restart_peak_memory() else None
+    """In a worker: restart its peak memory; (its resident kilobytes now, the shared ones among
+    them), or None."""
+    return (status_kb("VmRSS"), status_kb("RssShmem") or 0) if restart_peak_memory() else None
 
 
 def worker_peak(model):
-    """In a worker: its peak resident kilobytes."""
-    return status_kb("VmHWM")
+    """In a worker: (its peak resident kilobytes, the shared kilobytes resident now: the shared
+    pages it touched stay resident, so those of its peak are among them), or None."""
+    peak = status_kb("VmHWM")
+    return None if peak is None else (peak, status_kb("RssShmem") or 0)
 
 
 def restart_peak_memory():
@@ -294,7 +306,7 @@ def restart_peak_memory():
 
 
 def status_kb(field):
-    """The kilobytes of `field` (VmRSS, VmHWM) in /proc/self/status, or None where there is none."""
+    """The kilobytes of `field` (VmRSS, VmHWM, RssShmem) in /proc/self/status, or None where there is none."""
     try:
         with open("/proc/self/status") as status:
             for line in status:

@@ -9,10 +9,11 @@ Which is faster depends on the model's width and the batch (how much of a step t
 products take, which BLAS's threads share, against the elementwise work and Python's overhead
 per op, which they do not), on the CPU, its BLAS kernels and the libraries' versions.
 `choose_split` measures it: the forward and backward of the run's next batch, both ways in
-turn, `STEPS` times each after one untimed step each, and splits the batch if that is faster by
-more than `MARGIN` (a few seconds for the thesis's models). The margin favours one process
-where the two are close, because every worker process holds a copy of the gradients (for the
-d_model 512 models, 1.4–1.5 times PyTorch's peak memory on two processes: docs/performance.md).
+turn, `STEPS` times each after one untimed step each, and the clip and update that follow them
+either way (`update_seconds`), and splits the batch if that makes the whole step faster by more
+than `MARGIN` (a few seconds for the thesis's models). The margin favours one process where the
+two are close, because every worker process holds a copy of the gradients (for the d_model 512
+models, about 1.2 times PyTorch's peak memory on two processes: docs/performance.md).
 The answer is kept in the user's cache folder (`cache_path`), under a key of the CPU, its
 cores, N, the versions of Python, NumPy and BLAS (with its kernels) and the model's and the
 batch's shapes, so the next run of that model on that machine reads it instead of measuring.
@@ -43,19 +44,23 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from autograd import Tensor
+from autograd.optim import Adam, clip_grad_norm
 from numpy_transformer.training import parallel
 from numpy_transformer.training.atomic_files import atomic_write_text
 
 SPLITS = ("auto", "batch", "blas")
 STEPS = 3                         # timed steps each way (after one untimed step each)
-MARGIN = 0.05                     # the batch is split if that takes less than 1 − MARGIN of the time
+MARGIN = 0.05                     # the batch is split if the step takes less than 1 − MARGIN of the time
+SAMPLE = 1 << 20                  # entries of the scratch parameter `update_seconds` times
 CACHE_FILE = "thread-plans.json"
 
 
 @dataclasses.dataclass
 class Plan:
     """split: "batch" or "blas"; seconds: the median seconds of a forward and backward each way
-    ({"batch": …, "blas": …}, empty when the split was given); why: one sentence for the user."""
+    and of the clip and update after either ({"batch": …, "blas": …, "update": …}, empty when the
+    split was given); why: one sentence for the user."""
     split: str
     seconds: dict
     why: str
@@ -85,9 +90,16 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
         source = "measured now"
     else:
         source = f"measured before on this machine, kept in {path}"
-    split = "batch" if known["batch"] < (1 - MARGIN) * known["blas"] else "blas"
-    return Plan(split, known, f"a forward and backward took {1e3 * known['batch']:.1f} ms on {processes} processes "
-                              f"and {1e3 * known['blas']:.1f} ms with {processes} BLAS threads ({source})")
+    return Plan("batch" if splits_batch(known) else "blas", known,
+                f"a forward and backward took {1e3 * known['batch']:.1f} ms on {processes} processes and "
+                f"{1e3 * known['blas']:.1f} ms with {processes} BLAS threads, the clip and update about "
+                f"{1e3 * known['update']:.1f} ms after either ({source})")
+
+
+def splits_batch(seconds):
+    """Whether a measurement {"batch", "blas", "update"} splits the batch: the whole step, the
+    forward and backward and then the clip and update, faster by more than `MARGIN` that way."""
+    return seconds["batch"] + seconds["update"] < (1 - MARGIN) * (seconds["blas"] + seconds["update"])
 
 
 def busy_plan(load):
@@ -111,9 +123,10 @@ def describe_split(split, processes):
 
 
 def measure(model, objective, label_smoothing, batch, processes, steps=STEPS):
-    """{"batch": s, "blas": s}: the median seconds of the forward and backward of `batch` shared
-    by `processes` processes and with `processes` BLAS threads in this one, timed in turn; the
-    model's weights, gradients (None after) and dropout generators as they were."""
+    """{"batch": s, "blas": s, "update": s}: the median seconds of the forward and backward of
+    `batch` shared by `processes` processes and with `processes` BLAS threads in this one, timed
+    in turn, and `update_seconds`; the model's weights, gradients and dropout generators as they
+    were."""
     generators = model.generators()
     states = [g.bit_generator.state for g in generators]
     parameters = [p for _, p in model.named_parameters()]
@@ -142,7 +155,27 @@ def measure(model, objective, label_smoothing, batch, processes, steps=STEPS):
             p.grad = grad
         for generator, state in zip(generators, states):
             generator.bit_generator.state = state
-    return {way: statistics.median(times) for way, times in seconds.items()}
+    return {**{way: statistics.median(times) for way, times in seconds.items()},
+            "update": update_seconds(sum(p.data.size for p in parameters), processes)}
+
+
+def update_seconds(size, threads, sample=SAMPLE):
+    """The seconds of the gradient clip and Adam's update of `size` float32 parameters on
+    `threads` threads, estimated: both timed on a scratch parameter of min(size, sample) entries
+    (the fastest of three, after one untimed), scaled to `size` entries and shared by the
+    threads. Elementwise passes, so the time grows with the entries; the same either way a step
+    is split, it sets how much of the whole step a faster forward and backward saves."""
+    entries = min(size, sample)
+    scratch = Tensor(np.ones(entries, np.float32), requires_grad=True)
+    scratch.grad = np.ones(entries, np.float32)                # norm √entries: the clip scales
+    optimizer = Adam([("scratch", scratch)])
+    times = []
+    for _ in range(4):
+        start = time.perf_counter()
+        clip_grad_norm([scratch], 1.0)
+        optimizer.step()
+        times.append(time.perf_counter() - start)
+    return min(times[1:]) * size / entries / threads
 
 
 def machine_busy():
@@ -189,8 +222,9 @@ def cache_path():
 
 
 def _read(path):
-    """The cached plans {key: {"batch": s, "blas": s}}; {} when the file is missing or is not
-    such a JSON object (a cache: it is measured again and rewritten)."""
+    """The cached plans {key: {"batch": s, "blas": s, "update": s}}; {} when the file is missing
+    or is not such a JSON object, and a plan without one of the three is left out (a cache: it is
+    measured again and rewritten)."""
     try:
         plans = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -198,7 +232,7 @@ def _read(path):
     if not isinstance(plans, dict):
         return {}
     return {key: value for key, value in plans.items() if isinstance(value, dict)
-            and all(isinstance(value.get(way), (int, float)) for way in ("batch", "blas"))}
+            and all(isinstance(value.get(way), (int, float)) for way in ("batch", "blas", "update"))}
 
 
 def _write(path, key, seconds):
