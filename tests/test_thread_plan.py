@@ -107,10 +107,17 @@ def test_the_batch_is_split_only_when_that_makes_the_whole_step_faster_by_the_ma
     assert choose_split(model, BatchLoss(), 0.1, batch, 2, cache=False).split == split
 
 
-def test_the_update_s_time_grows_with_the_parameters_and_is_shared_by_the_threads():
-    small, large = (thread_plan.update_seconds(size, 1, sample=1 << 16) for size in (1 << 16, 1 << 22))
-    assert 32 < large / small < 128                   # 64 times the entries, timed on the same sample
-    assert thread_plan.update_seconds(1 << 22, 2, sample=1 << 16) < large
+def test_the_update_s_time_is_the_sample_s_scaled_to_the_parameters(monkeypatch):
+    """A clock that ticks one second a reading: every timed clip and update of the sample takes
+    a second, so the estimate is the parameters over the sample's entries (split between the
+    threads, rounded up), and the sample is never larger than the model."""
+    assert thread_plan.update_seconds(1 << 12, 2) > 0                       # really timed, on a tiny model
+    ticks = iter(range(1000))
+    monkeypatch.setattr(thread_plan.time, "perf_counter", lambda: float(next(ticks)))
+    assert thread_plan.update_seconds(1 << 22, 1, sample=1 << 16) == 64.0
+    assert thread_plan.update_seconds(1 << 22, 2, sample=1 << 16) == 64.0
+    assert thread_plan.update_seconds(1 << 22, 3, sample=1 << 16) == (1 << 22) / (3 * 21846)
+    assert thread_plan.update_seconds(1000, 1, sample=1 << 16) == 1.0
 
 
 def test_a_busy_machine_measures_nothing_and_takes_one_core(tmp_path, monkeypatch):

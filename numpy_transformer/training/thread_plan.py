@@ -45,6 +45,7 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from autograd import Tensor
+from autograd.engine_room import share_updates
 from autograd.optim import Adam, clip_grad_norm
 from numpy_transformer.training import parallel
 from numpy_transformer.training.atomic_files import atomic_write_text
@@ -52,7 +53,7 @@ from numpy_transformer.training.atomic_files import atomic_write_text
 SPLITS = ("auto", "batch", "blas")
 STEPS = 3                         # timed steps each way (after one untimed step each)
 MARGIN = 0.05                     # the batch is split if the step takes less than 1 − MARGIN of the time
-SAMPLE = 1 << 20                  # entries of the scratch parameter `update_seconds` times
+SAMPLE = 1 << 22                  # entries of the scratch parameters `update_seconds` times (64 MB with Adam's moments)
 CACHE_FILE = "thread-plans.json"
 
 
@@ -161,21 +162,24 @@ def measure(model, objective, label_smoothing, batch, processes, steps=STEPS):
 
 def update_seconds(size, threads, sample=SAMPLE):
     """The seconds of the gradient clip and Adam's update of `size` float32 parameters on
-    `threads` threads, estimated: both timed on a scratch parameter of min(size, sample) entries
-    (the fastest of three, after one untimed), scaled to `size` entries and shared by the
-    threads. Elementwise passes, so the time grows with the entries; the same either way a step
-    is split, it sets how much of the whole step a faster forward and backward saves."""
+    `threads` threads, estimated: both timed on `threads` scratch parameters of min(size, sample)
+    entries in all, their updates shared by the threads as a run's are (`share_updates`), the
+    fastest of three after one untimed, scaled to `size` entries. The passes are elementwise, so
+    the time grows with the entries; the sample is larger than a core's caches, so it is timed
+    from memory, as a model's update is. The same either way a step is split, it sets how much
+    of the whole step a faster forward and backward saves."""
     entries = min(size, sample)
-    scratch = Tensor(np.ones(entries, np.float32), requires_grad=True)
-    scratch.grad = np.ones(entries, np.float32)                # norm √entries: the clip scales
-    optimizer = Adam([("scratch", scratch)])
+    parts = [Tensor(np.ones(-(-entries // threads), np.float32), requires_grad=True) for _ in range(threads)]
+    for part in parts:
+        part.grad = np.ones(part.shape, np.float32)             # norm above 1: the clip scales
+    optimizer = share_updates(Adam([(f"scratch{i}", part) for i, part in enumerate(parts)]), threads)
     times = []
     for _ in range(4):
         start = time.perf_counter()
-        clip_grad_norm([scratch], 1.0)
+        clip_grad_norm(parts, 1.0)
         optimizer.step()
         times.append(time.perf_counter() - start)
-    return min(times[1:]) * size / entries / threads
+    return min(times[1:]) * size / (len(parts) * parts[0].size)
 
 
 def machine_busy():
