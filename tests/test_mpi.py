@@ -51,13 +51,14 @@ TASKS = {"translation": ["--tokenizer", "word", "--no-shared-vocabulary", "--bea
          "lm": ["--task", "lm", "--layers", "1"], "mlm": ["--task", "mlm", "--layers", "1"]}
 
 
-def mpiexec(arguments, processes=2, script=None, options=(), **popen):
+def mpiexec(arguments, processes=2, script=None, options=(), environment=None, **popen):
     """`mpiexec options… -n processes python -m numpy_transformer.cli arguments…` (or `python
-    script …`), one BLAS thread a rank: a Popen."""
+    script …`), one BLAS thread a rank, `environment` added to this one's: a Popen."""
     program = [str(script)] if script else ["-m", "numpy_transformer.cli"]
     return subprocess.Popen([MPIEXEC, *LAUNCH_OPTIONS, *options, "-n", str(processes), sys.executable, *program,
                              *map(str, arguments)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **LAUNCH_ENVIRONMENT, "OPENBLAS_NUM_THREADS": "1"}, **popen)
+                            env={**os.environ, **LAUNCH_ENVIRONMENT, **(environment or {}), "OPENBLAS_NUM_THREADS": "1"},
+                            **popen)
 
 
 def finished(process, timeout=120):
@@ -164,6 +165,23 @@ def test_mpiexec_2_gives_the_weights_and_log_of_threads_2_bit_for_bit(tmp_path, 
                                          r"by --threads 2 --split batch; rank 0 \(this one\) reads, writes and prints$", out, re.M)
     under_mpi, threads = load_checkpoint(tmp_path / "mpi"), load_checkpoint(tmp_path / "threads")
     assert under_mpi.step == threads.step == 7 and under_mpi.state["processes"] == 2
+    assert_same_weights(weights(under_mpi.model), weights(threads.model))
+    assert _without_clock(tmp_path / "mpi" / "log.jsonl") == _without_clock(tmp_path / "threads" / "log.jsonl")
+
+
+@under_mpiexec
+def test_mpiexec_4_on_two_cores_gives_the_weights_of_threads_4(tmp_path, monkeypatch):
+    """More ranks than cores (Open MPI is told --oversubscribe, MPICH needs nothing): 4 shards of
+    4 rows, gathered in their order, as --threads 4 --split batch on a 4-core machine."""
+    arguments = ["train", *TINY, *TASKS["translation"], "--steps", "7"]
+    status, out, err, _ = finished(mpiexec([*arguments, "--out", tmp_path / "mpi"], processes=4))
+    assert status == 0 and err == "", err
+    assert re.search(r"^processes: 4 MPI ranks \(\S+ ×4\)", out, re.M), out
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)              # --threads 4 is refused on fewer cores
+    status, _, err = run_main([*arguments, "--out", tmp_path / "threads", "--threads", "4", "--split", "batch"])
+    assert status == 0, err
+    under_mpi, threads = load_checkpoint(tmp_path / "mpi"), load_checkpoint(tmp_path / "threads")
+    assert under_mpi.step == threads.step == 7 and under_mpi.state["processes"] == threads.state["processes"] == 4
     assert_same_weights(weights(under_mpi.model), weights(threads.model))
     assert _without_clock(tmp_path / "mpi" / "log.jsonl") == _without_clock(tmp_path / "threads" / "log.jsonl")
 
