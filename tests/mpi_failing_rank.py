@@ -12,8 +12,9 @@ import threading
 
 from numpy_transformer.cli import main
 from numpy_transformer.training import parallel
+from numpy_transformer.training.mpi import launched_rank
 
-if os.environ.get("PMI_RANK") == "1":
+if launched_rank() == 1:
     computed, failing_at, how = parallel.shard_into, int(sys.argv[1]), sys.argv[2]
     calls = [0]
 

