@@ -41,11 +41,17 @@ up() {
         command -v "$tool" >/dev/null || { echo "$0: $tool is missing: install iproute2, util-linux and openssh-client" >&2; exit 1; }
     done
     [ -x /usr/sbin/sshd ] || { echo "$0: /usr/sbin/sshd is missing: apt-get install openssh-server" >&2; exit 1; }
+    # FOLDER holds only what this script writes: a folder it did not make is refused unless empty
+    if [ ! -e "$folder/.two-hosts" ] && [ -n "$(ls -A "$folder")" ]; then
+        echo "$0: $folder is not empty and was not made by $0: give a new or empty folder" >&2
+        exit 1
+    fi
     if ip netns list | grep -qw "$name"; then
         echo "$0: a namespace $name exists already: $0 down $folder first (or set TWO_HOSTS_NAME)" >&2
         exit 1
     fi
 
+    : > "$folder/.two-hosts"
     # the link: host A's end here, host B's end moved into its namespace
     ip netns add "$name"
     ip link add "veth-$name" type veth peer name "eth-$name"

@@ -149,6 +149,16 @@ def test_under_mpiexec_a_mixed_precision_run_is_refused_and_every_width_shares_i
     assert wide.trainer.sharing() == 1
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--hostfile", "{missing}"], "--hostfile is for bench scaling --mpi (the MPI transport between two hosts)"),
+    (["--mpi", "--hostfile", "{missing}"], "--hostfile {missing}: no such file (one host a line, as mpiexec reads it)")])
+def test_bench_scaling_refuses_a_hostfile_without_mpi_or_that_is_missing_in_one_line(tmp_path, flags, message):
+    missing = tmp_path / "hosts"
+    status, out, err = run_main(["bench", "scaling", "--configs", "tiny", *(f.format(missing=missing) for f in flags)])
+    assert status != 0 and out == ""
+    assert err.strip() == f"numpy-transformer bench: error: {message.format(missing=missing)}", err
+
+
 # Under mpiexec.
 
 @under_mpiexec
@@ -235,6 +245,7 @@ def test_a_rank_out_of_memory_stopped_or_blocked_ends_the_run_in_one_line_with_t
 
 
 @under_mpiexec
+@only_under("MPICH")                     # hydra's report, exit status and option
 @pytest.mark.usefixtures("_needs_two_cores")
 def test_a_rank_killed_by_a_signal_ends_every_rank_and_the_last_checkpoint_is_kept(tmp_path):
     folder = tmp_path / "run"
@@ -247,6 +258,7 @@ def test_a_rank_killed_by_a_signal_ends_every_rank_and_the_last_checkpoint_is_ke
 
 
 @under_mpiexec
+@only_under("MPICH")                     # hydra's report, exit status and option
 @pytest.mark.usefixtures("_needs_two_cores")
 def test_under_disable_auto_cleanup_a_killed_rank_ends_the_run_in_one_line_with_the_last_step(tmp_path):
     """With -disable-auto-cleanup rank 0 outlives a killed rank, notices it and saves the last
