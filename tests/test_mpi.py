@@ -5,6 +5,7 @@ saved; Ctrl-C as on `train`; ranks that disagree refused. The tests that start m
 `mpi` (python -m pytest -m mpi); the others run in the default suite."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +45,7 @@ def only_under(vendor):
 
 
 FAILING_RANK = Path(__file__).parent / "mpi_failing_rank.py"
+REPORTING_OFTEN = Path(__file__).parent / "mpi_reporting_often.py"
 TINY = ["--dataset", "builtin", "--n-pairs", "400", "--max-len", "32", "--d-model", "16", "--n-heads", "2",
         "--d-ff", "32", "--batch-size", "16", "--eval-every", "5", "--checkpoint-every", "5", "--samples", "0",
         "--quiet"]
@@ -170,7 +172,7 @@ def test_mpiexec_2_gives_the_weights_and_log_of_threads_2_bit_for_bit(tmp_path, 
     status, _, err = run_main([*arguments, "--out", tmp_path / "threads", "--threads", "2", "--split", "batch"])
     assert status == 0, err
     status, out, err, _ = finished(process)
-    assert status == 0 and err == "", err
+    assert status == 0 and err == "", f"exit {status}\nstdout: {out[-3000:]}\nstderr: {err[-3000:]}"
     assert "Wrote " in out and re.search(r"^processes: 2 MPI ranks \(\S+ ×2\), each step shared between them as "
                                          r"by --threads 2 --split batch; rank 0 \(this one\) reads, writes and prints$", out, re.M)
     under_mpi, threads = load_checkpoint(tmp_path / "mpi"), load_checkpoint(tmp_path / "threads")
@@ -185,7 +187,7 @@ def test_mpiexec_4_on_two_cores_gives_the_weights_of_threads_4(tmp_path, monkeyp
     4 rows, gathered in their order, as --threads 4 --split batch on a 4-core machine."""
     arguments = ["train", *TINY, *TASKS["translation"], "--steps", "7"]
     status, out, err, _ = finished(mpiexec([*arguments, "--out", tmp_path / "mpi"], processes=4))
-    assert status == 0 and err == "", err
+    assert status == 0 and err == "", f"exit {status}\nstdout: {out[-3000:]}\nstderr: {err[-3000:]}"
     assert re.search(r"^processes: 4 MPI ranks \(\S+ ×4\)", out, re.M), out
     monkeypatch.setattr(os, "cpu_count", lambda: 4)              # --threads 4 is refused on fewer cores
     status, _, err = run_main([*arguments, "--out", tmp_path / "threads", "--threads", "4", "--split", "batch"])
@@ -194,6 +196,20 @@ def test_mpiexec_4_on_two_cores_gives_the_weights_of_threads_4(tmp_path, monkeyp
     assert under_mpi.step == threads.step == 7 and under_mpi.state["processes"] == threads.state["processes"] == 4
     assert_same_weights(weights(under_mpi.model), weights(threads.model))
     assert _without_clock(tmp_path / "mpi" / "log.jsonl") == _without_clock(tmp_path / "threads" / "log.jsonl")
+
+
+@under_mpiexec
+def test_reports_still_in_flight_at_the_end_are_taken_and_mpi_ends_in_order(tmp_path):
+    """Workers that report every millisecond leave reports unreceived when rank 0 ends, unless it
+    takes them first: its MPI_Finalize then fails, it leaves without telling mpiexec, and mpiexec
+    kills every rank and reports a crash (exit 9) after a run that wrote everything."""
+    arguments = ["train", *TINY, *TASKS["lm"], "--steps", "7", "--out", tmp_path / "run"]
+    for processes in (2, 4):
+        status, out, err, _ = finished(mpiexec(arguments, processes=processes, script=REPORTING_OFTEN))
+        assert status == 0 and err == "" and "BAD TERMINATION" not in out, \
+            f"exit {status}\nstdout: {out[-3000:]}\nstderr: {err[-3000:]}"
+        assert load_checkpoint(tmp_path / "run").step == 7
+        shutil.rmtree(tmp_path / "run")
 
 
 def _without_clock(log):

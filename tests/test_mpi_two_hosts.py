@@ -55,7 +55,7 @@ def test_mpiexec_on_two_hosts_gives_the_weights_of_threads_2_and_its_messages_cr
     status, out, err, _ = finished(mpiexec([*arguments, "--out", tmp_path / "mpi"],
                                            options=hostfile_options(MPIEXEC, hostfile), environment=environment))
     crossed = link_bytes(name) - before
-    assert status == 0 and err == "", err
+    assert status == 0 and err == "", f"exit {status}\nstdout: {out[-3000:]}\nstderr: {err[-3000:]}"
     assert f"processes: 2 MPI ranks ({socket.gethostname()} ×1, {name} ×1)," in out, out
     status, _, err = run_main([*arguments, "--out", tmp_path / "threads", "--threads", "2", "--split", "batch"])
     assert status == 0, err

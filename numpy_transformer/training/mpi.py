@@ -326,6 +326,8 @@ def serve(comm):
         if message == ("end", None):
             end.set()
             reporter.join()
+            comm.send(None, dest=0, tag=ALIVE)              # the last report: rank 0 may end MPI
+            finalize()
             return 0
         session.set()
         _serve_session(comm, *message[1])
@@ -393,7 +395,52 @@ def finish(comm, status):
         abort(comm, status or 1)
     for number in range(1, comm.size):
         comm.send(("end", None), dest=number, tag=MESSAGE)
+    for number in range(1, comm.size):
+        if not _heard_last_report(comm, number):
+            host, pid = (_hosts or [("?", "?")] * comm.size)[number]
+            print(f"MPI rank {number} on {host} (pid {pid}) did not end within {_silent_seconds():g} s of being told "
+                  f"to; the run's files are complete", file=sys.stderr)
+            abort(comm, status or 1)
+    finalize()
     return status
+
+
+def _heard_last_report(comm, number):
+    """Take rank `number`'s reports of its processor time up to its last one (None, sent once it
+    has stopped reporting), so that none is left unreceived when MPI ends: MPI_Finalize fails on
+    a message never received, and a rank that leaves without ending MPI in order is taken by
+    mpiexec for a crash (it then kills every rank). False if the last one does not come within
+    SILENT_SECONDS."""
+    waited = 0.0
+
+    def count(seconds):
+        nonlocal waited
+        waited += seconds
+        if waited >= _silent_seconds():
+            raise TimeoutError
+
+    try:
+        while poll(_Arrival(comm, number, ALIVE), count) is not None:
+            pass
+    except TimeoutError:
+        return False
+    return True
+
+
+def _silent_seconds():
+    from numpy_transformer.training import parallel
+
+    return parallel.SILENT_SECONDS
+
+
+def finalize():
+    """End MPI in order (MPI_Finalize) now, so that its error, if any, is raised here: mpi4py's own
+    hook at the interpreter's exit ignores it, and a rank whose MPI_Finalize fails leaves without
+    telling mpiexec, which then kills the other ranks and reports a crash."""
+    from mpi4py import MPI
+
+    if not MPI.Is_finalized():
+        MPI.Finalize()
 
 
 def pickled_size(value):
