@@ -381,11 +381,28 @@ def _report_processor_time(comm, session, end, processor_time):
 
 def abort(comm, status):
     """Leave rank 0 now with exit status `status`, the output flushed first, without ending MPI
-    in order: mpiexec then kills the other ranks, a stopped one included, and exits with this
-    status (MPI_Abort would do the same, with a line of its own on standard error)."""
+    in order; mpiexec then kills the other ranks, a stopped one included, and exits with this
+    status. Under MPICH by MPI_Abort: a rank that merely exits is noticed only by the mpiexec proxy
+    of its own host, which kills the ranks of that host and no other (a stopped rank on another
+    host then kept mpiexec waiting for ever); MPI_Abort's own line on standard error is silenced,
+    rank 0's line having said what happened. Under Open MPI by leaving (os._exit): its mpiexec
+    (prterun) ends every rank on every host when one exits non-zero, and MPI_Abort would add a
+    report of its own on standard error."""
     sys.stdout.flush()
     sys.stderr.flush()
+    if _vendor() == "MPICH":
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)     # MPI_Abort's own line ("Abort(1) on node 0 …") unsaid
+        comm.Abort(status)
     os._exit(status)
+
+
+def _vendor():
+    """"MPICH" (MPICH and the MPIs built on it), "Open MPI", or the first word of the library's
+    version."""
+    from mpi4py import MPI
+
+    version = MPI.Get_library_version().strip()
+    return "Open MPI" if version.startswith("Open MPI") else version.split()[0].rstrip(",:")
 
 
 def finish(comm, status):
