@@ -48,12 +48,17 @@ PRTERUN_REPORT = (r"-{74}\nprterun detected that one or more processes exited wi
                   r"   Exit code:    1\n-{74}\n")
 
 
-def without_launcher_report(err, always=False):
+# and, across two hosts, one line of PMIx's (the run server's) after it
+PMIX_ERROR = r"\[\S+\] PMIX ERROR: PMIX_ERR_[A-Z_]+ in file \S+pmix_server\.c at line \d+\n"
+
+
+def without_launcher_report(err, always=False, two_hosts=False):
     """Standard error with exactly what this vendor's mpiexec adds after rank 0's line taken off
-    (nothing under MPICH; PRTERUN_REPORT under Open MPI, there always when `always`)."""
+    (nothing under MPICH; PRTERUN_REPORT under Open MPI, there always when `always`, with
+    PMIX_ERROR or not after it when `two_hosts`)."""
     if VENDOR != "Open MPI":
         return err
-    found = re.search(PRTERUN_REPORT + r"\Z", err)
+    found = re.search(PRTERUN_REPORT + (f"(?:{PMIX_ERROR})?" if two_hosts else "") + r"\Z", err)
     assert found or not always, f"no report of prterun's at the end:\n{err}"
     return err[:found.start()] if found else err
 
@@ -76,7 +81,9 @@ def mpiexec(arguments, processes=2, script=None, options=(), environment=None, *
     """`mpiexec options… -n processes python -m numpy_transformer.cli arguments…` (or `python
     script …`), one BLAS thread a rank, `environment` added to this one's: a Popen."""
     program = [str(script)] if script else ["-m", "numpy_transformer.cli"]
-    return subprocess.Popen([MPIEXEC, *LAUNCH_OPTIONS, *options, "-n", str(processes), sys.executable, *program,
+    # Open MPI 5 with --oversubscribe and a hostfile of one slot a host put both ranks on the first host
+    launch = [option for option in LAUNCH_OPTIONS if not (option == "--oversubscribe" and "--hostfile" in options)]
+    return subprocess.Popen([MPIEXEC, *launch, *options, "-n", str(processes), sys.executable, *program,
                              *map(str, arguments)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **LAUNCH_ENVIRONMENT, **(environment or {}), "OPENBLAS_NUM_THREADS": "1"},
                             **popen)
