@@ -4,6 +4,7 @@ ranks' messages cross the link, and the weights are those of `train --threads 2 
 bit for bit. Marked `mpi`; skipped without mpi4py, root, network namespaces or sshd
 (Debian: apt-get install openssh-server)."""
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -66,3 +67,27 @@ def test_mpiexec_on_two_hosts_gives_the_weights_of_threads_2_and_its_messages_cr
     gradient_bytes = sum(p.data.nbytes for p in under_mpi.model.parameters())
     assert crossed > 2 * 7 * gradient_bytes, (crossed, gradient_bytes)
 
+
+
+@under_mpiexec
+def test_a_rank_stopped_on_host_b_ends_the_two_host_run_in_one_line_and_is_killed(tmp_path, host_b):
+    """Rank 1, on host B, stops itself (SIGSTOP) at its 13th shard: rank 0 names it within 10 s,
+    saves step 12, and mpiexec ends the stopped rank on host B too (under MPICH only since rank 0
+    leaves by MPI_Abort: hydra's proxy of host A killed the ranks of host A alone, and mpiexec
+    waited for host B's for ever). Open MPI's prterun adds its report, and a line of PMIx's."""
+    from test_mpi import FAILING_RANK, _ended, without_launcher_report
+
+    name, environment, hostfile = host_b
+    folder = tmp_path / "run"
+    process = mpiexec([13, "stop", "train", *TINY, *TASKS["translation"], "--steps", "100", "--out", folder],
+                      script=FAILING_RANK, options=hostfile_options(MPIEXEC, hostfile), environment=environment)
+    status, _, err, seconds = finished(process, timeout=60)
+    line = without_launcher_report(err, always=True, two_hosts=True).strip()
+    assert status == 1 and seconds < 60 and "\n" not in line, err
+    pid = re.fullmatch(rf"numpy-transformer train: error: MPI rank 1 on {name} \(pid (\d+)\) has used no processor "
+                       rf"time for 10 s \(stopped, blocked, or its host is unreachable\); a checkpoint of step 12 is "
+                       rf"in {re.escape(str(folder))}\. Continue with: mpiexec -n 2 numpy-transformer train --out "
+                       rf"{re.escape(str(folder))} --resume", line)
+    assert pid, line
+    assert _ended(int(pid.group(1))), "the stopped rank outlived mpiexec"    # host B shares this machine's pids
+    assert load_checkpoint(folder).step == 12

@@ -152,12 +152,19 @@ def main_under_mpi(args, argv):
                                           f"numpy-transformer {args.command} without mpiexec") if speaks else EXIT_ERROR
     try:
         comm = mpi.use_world()
+    except ValueError as error:
+        return report_error(args.command, str(error)) if speaks else EXIT_ERROR
+    try:
         mpi.check_agreement(comm, argv)
         if args.threads > 1:
             raise ValueError(f"under mpiexec the processes are its {comm.size} ranks: give mpiexec -n P or "
                              f"--threads N, not both")
     except ValueError as error:
-        return report_error(args.command, str(error)) if speaks else EXIT_ERROR
+        # every rank ends MPI in order and only rank 0 fails: Open MPI's mpiexec (prterun) adds a
+        # report of its own to rank 0's line when a rank exits non-zero while others still run
+        status = report_error(args.command, str(error)) if speaks else 0
+        mpi.finalize()
+        return status
     if comm.rank > 0:
         return mpi.serve(comm)
     args.threads = comm.size

@@ -27,15 +27,18 @@ Faults. Every wait of rank 0 (for a reply, or for a long message to be taken) is
 MPI tests: a worker whose processor time has not moved for `parallel.SILENT_SECONDS` of that
 waiting (stopped, or its host gone) raises `parallel.WorkerLost` naming its rank and host; a
 worker's MemoryError comes back as one. The training loop then saves the last completed step,
-rank 0 prints one line, and leaves at once (`finish`, `abort`): mpiexec then kills the other
-ranks, a stopped one included. A rank killed by a signal (kill -9, the out-of-memory killer)
+rank 0 prints one line, and leaves at once (`finish`, `abort`: by MPI_Abort under MPICH, which
+reaches every host's proxy, by exiting under Open MPI): mpiexec then kills the other ranks, a
+stopped one on another host included. A rank killed by a signal (kill -9, the out-of-memory killer)
 is the launcher's: MPICH's mpiexec (hydra) then kills every rank at once, rank 0 included, so
 the last checkpoint is what is kept, and mpiexec's report names the rank's host and pid. Under
 `mpiexec -disable-auto-cleanup` it tells the other ranks with SIGUSR1 instead (noted here, not
 fatal), and rank 0 takes the rank silent for DEAD_SECONDS for the dead one, saves the last step
 and prints its line; in 2 of 14 tries here hydra still killed rank 0 at once (a race in
-hydra), and the last checkpoint was then what is kept. Ctrl-C and SIGTERM, which mpiexec passes to
-every rank, are rank 0's to handle (as `train` does); the workers ignore them.
+hydra), and the last checkpoint was then what is kept. Ctrl-C and SIGTERM, which MPICH's mpiexec passes to
+every rank, are rank 0's to handle (as `train` does); the workers ignore them. Open MPI's
+mpiexec (prterun) instead ends every rank within 0.5 s (SIGTERM, then SIGKILL); sent to rank 0
+itself, they end the run as `train` does.
 """
 import hashlib
 import os
@@ -381,11 +384,28 @@ def _report_processor_time(comm, session, end, processor_time):
 
 def abort(comm, status):
     """Leave rank 0 now with exit status `status`, the output flushed first, without ending MPI
-    in order: mpiexec then kills the other ranks, a stopped one included, and exits with this
-    status (MPI_Abort would do the same, with a line of its own on standard error)."""
+    in order; mpiexec then kills the other ranks, a stopped one included, and exits with this
+    status. Under MPICH by MPI_Abort: a rank that merely exits is noticed only by the mpiexec proxy
+    of its own host, which kills the ranks of that host and no other (a stopped rank on another
+    host then kept mpiexec waiting for ever); MPI_Abort's own line on standard error is silenced,
+    rank 0's line having said what happened. Under Open MPI by leaving (os._exit): its mpiexec
+    (prterun) ends every rank on every host when one exits non-zero, and MPI_Abort would add a
+    report of its own on standard error."""
     sys.stdout.flush()
     sys.stderr.flush()
+    if _vendor() == "MPICH":
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)     # MPI_Abort's own line ("Abort(1) on node 0 …") unsaid
+        comm.Abort(status)
     os._exit(status)
+
+
+def _vendor():
+    """"MPICH" (MPICH and the MPIs built on it), "Open MPI", or the first word of the library's
+    version."""
+    from mpi4py import MPI
+
+    version = MPI.Get_library_version().strip()
+    return "Open MPI" if version.startswith("Open MPI") else version.split()[0].rstrip(",:")
 
 
 def finish(comm, status):
