@@ -385,7 +385,7 @@ def _report_processor_time(comm, session, end, processor_time):
 def abort(comm, status):
     """Leave rank 0 now with exit status `status`, the output flushed first, without ending MPI
     in order; mpiexec then kills the other ranks, a stopped one included, and exits with this
-    status. Under MPICH by MPI_Abort: a rank that merely exits is noticed only by the mpiexec proxy
+    status. Under MPICH (and the MPIs built on it) by MPI_Abort: a rank that merely exits is noticed only by the mpiexec proxy
     of its own host, which kills the ranks of that host and no other (a stopped rank on another
     host then kept mpiexec waiting for ever); MPI_Abort's own line on standard error is silenced,
     rank 0's line having said what happened. Under Open MPI by leaving (os._exit): its mpiexec
@@ -393,19 +393,18 @@ def abort(comm, status):
     report of its own on standard error."""
     sys.stdout.flush()
     sys.stderr.flush()
-    if _vendor() == "MPICH":
+    if not _open_mpi():
         os.dup2(os.open(os.devnull, os.O_WRONLY), 2)     # MPI_Abort's own line ("Abort(1) on node 0 …") unsaid
         comm.Abort(status)
     os._exit(status)
 
 
-def _vendor():
-    """"MPICH" (MPICH and the MPIs built on it), "Open MPI", or the first word of the library's
-    version."""
+def _open_mpi():
+    """Whether the MPI library is Open MPI's (else MPICH's, or one built on it: Intel MPI's, whose
+    version string does not say MPICH)."""
     from mpi4py import MPI
 
-    version = MPI.Get_library_version().strip()
-    return "Open MPI" if version.startswith("Open MPI") else version.split()[0].rstrip(",:")
+    return MPI.Get_library_version().strip().startswith("Open MPI")
 
 
 def finish(comm, status):
