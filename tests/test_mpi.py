@@ -307,22 +307,25 @@ def test_a_rank_killed_by_a_signal_ends_every_rank_and_the_last_checkpoint_is_ke
 @pytest.mark.usefixtures("_needs_two_cores")
 def test_under_disable_auto_cleanup_a_killed_rank_ends_the_run_in_one_line_with_the_last_step(tmp_path):
     """With -disable-auto-cleanup rank 0 outlives a killed rank, notices it and saves the last
-    step, in most tries: in some hydra still kills rank 0 at once (a race of its own; 2 of 14
-    tries on the development machine, more under load). Either way the job ends in bounded time
-    with a checkpoint that loads; when rank 0 outlived the other, its report is the one line with
-    the last step, and the step is 12. At least one of six tries must outlive it (with 2 in 14
-    lost, all six lost has a chance under 1e-5)."""
+    step, in about half the tries: in the others hydra still kills rank 0 at once (a race of its
+    own; 17 of 36 tries of 3 ranks on the development machine). Either way the job ends in
+    bounded time with a checkpoint that loads; when rank 0 outlived the other, its report is the
+    one line with the last step, the step is 12, and mpiexec's exit status is the dead rank's (9)
+    or rank 0's MPI_Abort's (1), whichever hydra takes (1 in 3 of 19). At least one of twelve
+    tries must outlive it (with 17 in 36 lost, all twelve lost has a chance near 1e-4)."""
     outlived = 0
-    for attempt in range(6):
+    for attempt in range(12):
         folder = tmp_path / f"run{attempt}"
         process = mpiexec([13, "kill", "train", *TINY, *TASKS["translation"], "--steps", "100", "--out", folder],
                           processes=3, script=FAILING_RANK, options=["-disable-auto-cleanup"])
         returned, _, err, seconds = finished(process)
-        assert returned == 9 and seconds < 60, err
+        assert seconds < 60, err
         if not err.strip():                       # hydra killed rank 0 with the others: the last checkpoint stays
+            assert returned == 9
             assert load_checkpoint(folder).step == 10               # --checkpoint-every 5
             continue
         line = err.strip()
+        assert returned in (1, 9), err
         assert "\n" not in line and "Traceback" not in err, err
         assert re.fullmatch(rf"numpy-transformer train: error: MPI rank 1 on \S+ \(pid \d+\) ended: mpiexec reported a "
                             rf"failed rank, and this one has sent nothing for 1 s \(kill -9, or the system's out-of-memory "

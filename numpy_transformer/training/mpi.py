@@ -34,8 +34,8 @@ is the launcher's: MPICH's mpiexec (hydra) then kills every rank at once, rank 0
 the last checkpoint is what is kept, and mpiexec's report names the rank's host and pid. Under
 `mpiexec -disable-auto-cleanup` it tells the other ranks with SIGUSR1 instead (noted here, not
 fatal), and rank 0 takes the rank silent for DEAD_SECONDS for the dead one, saves the last step
-and prints its line; in 2 of 14 tries here hydra still killed rank 0 at once (a race in
-hydra), and the last checkpoint was then what is kept. Ctrl-C and SIGTERM, which MPICH's mpiexec passes to
+and prints its line; in some tries hydra still kills rank 0 at once (a race in hydra), and
+the last checkpoint is then what is kept. Ctrl-C and SIGTERM, which MPICH's mpiexec passes to
 every rank, are rank 0's to handle (as `train` does); the workers ignore them. Open MPI's
 mpiexec (prterun) instead ends every rank within 0.5 s (SIGTERM, then SIGKILL); sent to rank 0
 itself, they end the run as `train` does.
