@@ -173,7 +173,9 @@ _CONSTANT = Tensor(np.zeros(()))  # a node's input that was a constant: it needs
 
 def topological_order(root):
     """The nodes that need a gradient, each after all of its inputs. Iterative (an explicit
-    stack), so a graph of any depth is fine."""
+    stack), so a graph of any depth is fine. A node's leaf inputs (weights) are pushed before
+    the others, so they are reached last: in reverse order each leaf then comes right after the
+    last node that uses it, where its gradient is complete (the other nodes keep their order)."""
     order, visited, stack = [], set(), [(root, False)]
     while stack:
         node, inputs_done = stack.pop()
@@ -183,8 +185,8 @@ def topological_order(root):
             visited.add(id(node))
             stack.append((node, True))
             if node.creator is not None:
-                stack.extend((t, False) for t in node.creator.inputs
-                             if t.requires_grad and id(t) not in visited)
+                inputs = [t for t in node.creator.inputs if t.requires_grad and id(t) not in visited]
+                stack.extend((t, False) for t in sorted(inputs, key=lambda t: t.creator is not None))
     return order
 
 

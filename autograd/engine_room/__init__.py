@@ -17,6 +17,7 @@ _PUBLIC = {
     "balanced_shares": "blocks",          # arrays dealt into n shares of about equal size
     "softmax_array": "fused_softmax",     # softmax and log-softmax of plain arrays (decoding)
     "log_softmax_array": "fused_softmax",
+    "gradients_into": "reverse_mode",     # backward() writing given leaves' gradients into given arrays
 }
 __all__ = sorted(_PUBLIC)
 

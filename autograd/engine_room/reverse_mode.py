@@ -18,15 +18,38 @@ What differs from the plain form:
   second backward() through a freed graph says so.
 - The profiler's timings (autograd/profiler.py sets `_profiler` while a `profile()` block runs;
   otherwise its only cost is one `is None` test per op).
+- Gradients written where they are wanted (`gradients_into`): a leaf given an array there has
+  its gradient copied into that array as soon as the gradient is complete, and the array
+  becomes its `.grad`; the private gradient is then freed at once instead of living to the end
+  of backward(). A worker of training/parallel.py fills its shared slot that way.
 
 Tested against the plain form in tests/test_engine.py: a model's gradients bit for bit, float32
 and float64, and no two gradients sharing memory on graphs full of views.
 """
+from contextlib import contextmanager
+
 import numpy as np
 
 from autograd.engine import Tensor
 
 _profiler = None  # an autograd.profiler.Profile while `autograd.profile()` runs
+_sinks = None     # {id(leaf): array} while `gradients_into` runs
+
+
+@contextmanager
+def gradients_into(pairs):
+    """While in the context, backward() writes the gradient of each leaf of `pairs` ((tensor,
+    array) with the tensor's shape and dtype) into its array, which becomes the leaf's `.grad`,
+    when the leaf has no gradient yet (else it adds as usual). The values are those of the
+    plain form, bit for bit; under `plain_mode` the plain form runs and keeps its own arrays."""
+    global _sinks
+    if _sinks is not None:
+        raise RuntimeError("gradients_into() inside another gradients_into()")
+    _sinks = {id(tensor): array for tensor, array in pairs}
+    try:
+        yield
+    finally:
+        _sinks = None
 
 
 def forward(fn, arrays, params):
@@ -50,7 +73,12 @@ def backward(order, grads, retain_graph):
     for node in order:
         g = grads.pop(id(node))
         if node.creator is None:
-            node.grad = (g if id(node) in owned else g.copy()) if node.grad is None else node.grad + g
+            sink = None if _sinks is None or node.grad is not None else _sinks.get(id(node))
+            if sink is not None:
+                np.copyto(sink, g)
+                node.grad = sink
+            else:
+                node.grad = (g if id(node) in owned else g.copy()) if node.grad is None else node.grad + g
             continue
         fn = node.creator
         if fn.saved is None:

@@ -79,7 +79,7 @@ from multiprocessing.reduction import ForkingPickler
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from autograd.engine_room import SharedUpdates, balanced_shares, batch_rows
+from autograd.engine_room import SharedUpdates, balanced_shares, batch_rows, gradients_into
 from autograd.optim import clip_grad_norm
 
 ALIGNMENT = 64          # bytes: every shared array starts on a cache line
@@ -488,12 +488,13 @@ def shard_into(model, objective, label_smoothing, shard, states, slot):
     _set_states(model.generators(), states)
     for p in parameters:
         p.grad = None
-    loss = shard_backward(model, objective, label_smoothing, shard)
+    with gradients_into(zip(parameters, slot)):          # each gradient written into the slot when complete
+        loss = shard_backward(model, objective, label_smoothing, shard)
     present = [p.grad is not None for p in parameters]
     for p, grad in zip(parameters, slot):
-        if p.grad is not None:
+        if p.grad is not None and p.grad is not grad:       # under plain_mode: copied now
             np.copyto(grad, p.grad)
-            p.grad = None
+        p.grad = None
     return loss, present
 
 
