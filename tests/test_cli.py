@@ -127,6 +127,42 @@ def test_train_resume_continues_and_refuses_new_settings(trained, tmp_path):
     assert json.loads((directory / "metrics.json").read_text())["steps"] == 12
 
 
+def test_a_run_killed_between_checkpoints_resumes_from_the_last_and_says_which_steps_it_trains_again(tmp_path):
+    """kill -9 (or the out-of-memory killer) leaves the last checkpoint and a log that went on:
+    --resume continues from the checkpoint, says how far the log went, and drops the log's
+    records past the checkpoint, which the resumed run writes again with the same losses."""
+    import signal
+    import time
+    from numpy_transformer.training.checkpoint import load_checkpoint
+    from numpy_transformer.training.metrics_log import read_log
+
+    directory = tmp_path / "run"
+    flags = [*TINY, "--steps", "100000", "--checkpoint-every", "5", "--eval-every", "100000", "--log-every", "1"]
+    process = subprocess.Popen([sys.executable, "-m", "numpy_transformer.cli", "train", "--out", str(directory),
+                                "--quiet", *flags], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while max((record.get("step", 0) for record in read_log(directory / "log.jsonl")), default=0) < 7:
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1]
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    saved = load_checkpoint(directory).step
+    before = {record["step"]: record["loss"] for record in read_log(directory / "log.jsonl") if "loss" in record}
+    logged = max(before)
+    if logged == saved:                                     # killed just as it saved a checkpoint: nothing to say
+        pytest.skip(f"killed at a checkpoint (step {saved})")
+    status, out, err = run_main(["train", "--out", directory, "--resume", *flags, "--steps", str(logged + 2),
+                                 "--samples", "0"])
+    assert status == 0, err
+    assert f"Resuming {directory} at step {saved} of {logged + 2}." in out
+    assert (f"Note: its log went on to step {logged}, past this checkpoint: the run ended before it could save "
+            f"those steps (killed by a signal or the out-of-memory killer, for instance); they are trained again, "
+            f"to the same numbers.") in out
+    after = [(record["step"], record["loss"]) for record in read_log(directory / "log.jsonl") if "loss" in record]
+    assert [step for step, _ in after] == list(range(1, logged + 3))     # each step once, those past step 5 redone
+    assert all(loss == before[step] for step, loss in after if step <= logged)         # to the same numbers
+
+
 def test_ctrl_c_during_train_saves_and_says_how_to_resume(tmp_path, monkeypatch):
     train = Run.train
 

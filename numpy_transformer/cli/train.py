@@ -437,6 +437,10 @@ def resume_run(args, model, training, data, options):
     decoding_settings(args, saved_task(args.out))
     run = Run.resume(args.out, training, **options)
     print(f"Resuming {run.directory} at step {run.trainer.state.step} of {run.trainer.total_steps}.")
+    if run.unsaved_steps_until is not None:
+        print(f"Note: its log went on to step {run.unsaved_steps_until}, past this checkpoint: the run ended "
+              f"before it could save those steps (killed by a signal or the out-of-memory killer, for "
+              f"instance); they are trained again, to the same numbers.")
     note = processes_note(run.trainer.state.processes, run.trainer.sharing(), run.trainer.state.step)
     if note:
         print(note)

@@ -29,9 +29,14 @@ class MetricsLog:
         return read_log(self.path)
 
     def keep_until(self, step):
-        """Drop the records after `step` (written after the checkpoint a run resumes from)."""
-        kept = [record for record in self.records() if record.get("step", 0) <= step]
+        """Drop the records after `step` (written after the checkpoint a run resumes from);
+        returns the last step they reached, or None when there were none (a run that ended
+        without saving, killed or cut off, logged steps its checkpoint does not hold)."""
+        records = self.records()
+        kept = [record for record in records if record.get("step", 0) <= step]
         atomic_write_text(self.path, "".join(json.dumps(record) + "\n" for record in kept))
+        dropped = [record.get("step", 0) for record in records if record.get("step", 0) > step]
+        return max(dropped) if dropped else None
 
 
 def read_log(path):

@@ -51,6 +51,7 @@ class Run:
         if folder.lock_note is not None and report is not None:
             report(folder.lock_note)
         self.log = MetricsLog(self.directory / LOG_FILE)
+        self.unsaved_steps_until = None      # resumed: the last step the log held past the checkpoint
         self.objective = make_objective(configs["data"].task, data.tokenizers, configs["training"].seed)
         self.trainer = Trainer(model, optimizer, data.train, configs["training"], data_rng, data.validation, self.log,
                                self.save, progress, report, state, self.objective, processes, split)
@@ -102,7 +103,7 @@ class Run:
             folder.release()
             raise ValueError(f"{directory} is at step {state.step}, past the {run.trainer.total_steps} steps asked for: "
                              f"give more steps (or epochs) to continue it")
-        run.log.keep_until(state.step)
+        run.unsaved_steps_until = run.log.keep_until(state.step)
         return run
 
     @property
