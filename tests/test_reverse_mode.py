@@ -130,6 +130,10 @@ def test_gradients_into_frees_each_private_gradient_at_once():
 
 def test_gradients_into_is_not_nested_and_ends_with_its_block():
     weights, loss = chain()
+    for wrong in (np.empty(weights[0].shape, np.float64), np.empty((1, *weights[0].shape), np.float32)):
+        with pytest.raises(ValueError, match=r"gradients_into\(\): an array of .* for a tensor of \(64, 64\) float32"):
+            with reverse_mode.gradients_into([(weights[0], wrong)]):
+                pass                                            # a float64 array would take a silent upcast
     with pytest.raises(RuntimeError, match="inside another"):
         with reverse_mode.gradients_into([]):
             with reverse_mode.gradients_into([]):

@@ -23,8 +23,9 @@ What differs from the plain form:
   becomes its `.grad`; the private gradient is then freed at once instead of living to the end
   of backward(). A worker of training/parallel.py fills its shared slot that way.
 
-Tested against the plain form in tests/test_engine.py: a model's gradients bit for bit, float32
-and float64, and no two gradients sharing memory on graphs full of views.
+Tested against the plain form in tests/test_reverse_mode.py (a model's gradients bit for bit,
+float32 and float64; gradients_into) and tests/test_engine.py (no two gradients sharing memory
+on graphs full of views).
 """
 from contextlib import contextmanager
 
@@ -45,7 +46,13 @@ def gradients_into(pairs):
     global _sinks
     if _sinks is not None:
         raise RuntimeError("gradients_into() inside another gradients_into()")
-    _sinks = {id(tensor): array for tensor, array in pairs}
+    sinks = {}
+    for tensor, array in pairs:
+        if array.shape != tensor.shape or array.dtype != tensor.dtype:
+            raise ValueError(f"gradients_into(): an array of {array.shape} {array.dtype} for a tensor of "
+                             f"{tensor.shape} {tensor.dtype}")
+        sinks[id(tensor)] = array
+    _sinks = sinks
     try:
         yield
     finally:

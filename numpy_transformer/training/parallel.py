@@ -492,7 +492,7 @@ def shard_into(model, objective, label_smoothing, shard, states, slot):
         loss = shard_backward(model, objective, label_smoothing, shard)
     present = [p.grad is not None for p in parameters]
     for p, grad in zip(parameters, slot):
-        if p.grad is not None and p.grad is not grad:       # under plain_mode: copied now
+        if p.grad is not None and p.grad is not grad:       # not written there (plain mode): copied now
             np.copyto(grad, p.grad)
         p.grad = None
     return loss, present
