@@ -384,11 +384,12 @@ def _report_processor_time(comm, session, end, processor_time):
 
 def abort(comm, status):
     """Leave rank 0 now with exit status `status`, the output flushed first, without ending MPI
-    in order; mpiexec then kills the other ranks, a stopped one included, and exits with this
-    status. Under MPICH (and the MPIs built on it) by MPI_Abort: a rank that merely exits is noticed only by the mpiexec proxy
-    of its own host, which kills the ranks of that host and no other (a stopped rank on another
-    host then kept mpiexec waiting for ever); MPI_Abort's own line on standard error is silenced,
-    rank 0's line having said what happened. Under Open MPI by leaving (os._exit): its mpiexec
+    in order; mpiexec then kills the other ranks, a stopped one included, and exits non-zero
+    (with this status, or that of a rank a signal ended). Under MPICH (and the MPIs built on it)
+    by MPI_Abort: a rank that merely exits is noticed only by the mpiexec proxy of its own host,
+    which kills the ranks of that host and no other (a stopped rank on another host then kept
+    mpiexec waiting for ever); MPI_Abort's own line on standard error is silenced, rank 0's line
+    having said what happened. Under Open MPI by leaving (os._exit): its mpiexec
     (prterun) ends every rank on every host when one exits non-zero, and MPI_Abort would add a
     report of its own on standard error."""
     sys.stdout.flush()
