@@ -167,6 +167,14 @@ def test_a_kernel_that_keeps_the_old_peak_is_not_a_measurement(monkeypatch):
     assert train_step.restart_peak_memory() is False
 
 
+def test_memory_freed_by_another_thread_after_the_restart_is_not_a_failed_restart(monkeypatch):
+    """The restarted peak is the resident size at the write; a thread that frees 10 MB before it
+    is read leaves the peak above the resident size read after, not above the one read before."""
+    readings = iter([100_000, 100_000, 90_000])                   # VmRSS before; VmHWM, VmRSS after
+    monkeypatch.setattr(train_step, "status_kb", lambda field: next(readings))
+    assert train_step.restart_peak_memory() is True
+
+
 def test_the_pretrained_benchmark_reads_an_unavailable_peak(monkeypatch):
     class Finished:
         returncode, stdout, stderr = 0, "1.5 None\n", ""

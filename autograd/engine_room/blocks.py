@@ -11,8 +11,9 @@ cache from the first pass to the last, and the temporaries are a block's size (w
 is measured in docs/performance.md).
 
 `sum_of_squares` does the same for a reduction: Σ a² in float64 without a float64 copy of the
-array, the same value bit for bit as NumPy's sum of the whole copy. `balanced_shares` deals
-such work, array by array, between threads.
+array, the same value bit for bit as NumPy's sum of the whole copy from NumPy 2.3 on (earlier
+NumPy sums in an order that also depends on where the array starts in memory: then equal to
+about 1e-15, relatively). `balanced_shares` deals such work, array by array, between threads.
 """
 import numpy as np
 
@@ -49,7 +50,8 @@ def in_blocks(function, *arrays, dtype):
 
 def sum_of_squares(array):
     """Σ a² over every entry of `array`, summed in float64, as a float: the value of
-    `np.sum(np.square(array, dtype=np.float64))` bit for bit, without that float64 copy.
+    `np.sum(np.square(array, dtype=np.float64))` bit for bit on NumPy 2.3 and newer (to about
+    1e-15 on older NumPy: the module docstring), without that float64 copy.
 
     NumPy sums a contiguous float64 array pairwise: a part of n > 128 entries is the sum of its
     first n₂ = ⌊n/2⌋ − (⌊n/2⌋ mod 8) entries and of the rest, each summed the same way. Here the

@@ -6,12 +6,13 @@ per float32 entry, and a temporary twice the gradient's size), and `clip_grad_no
 one gradient after another. Here:
 
 - each gradient's sum of squares is `blocks.sum_of_squares`: float64 squares a block at a time,
-  in the cache (4 bytes read per entry), the same value bit for bit;
+  in the cache (4 bytes read per entry), the same value bit for bit (on NumPy 2.3 and newer);
 - both passes are dealt between the threads that share the optimizer's update (`threads`, which
   `share_updates` sets: the run's --threads), each gradient whole to one thread;
 - the norm is √ of the same per-gradient sums added in the same order as the plain form's.
 
-So the norm and the clipped gradients are the plain form's bit for bit (tests/test_optim.py).
+So the norm and the clipped gradients are the plain form's bit for bit on NumPy 2.3 and newer,
+and within a rounding of them on older NumPy (tests/test_optim.py).
 """
 import math
 from concurrent.futures import ThreadPoolExecutor

@@ -289,18 +289,21 @@ def worker_peak(model):
 def restart_peak_memory():
     """Restart the peak resident size from the current one (VmHWM := VmRSS, by writing 5 to
     /proc/self/clear_refs); False where it does not restart: no /proc, a kernel that refuses the
-    write, or one that accepts it and keeps the old peak. Tried up to 5 times: another thread
-    that frees memory between the two readings (BLAS's, the update's) makes one try look failed."""
+    write, or one that accepts it and keeps the old peak. The new peak is the resident size at
+    the write, which another thread may lower before it is read (BLAS's, the update's, a collection
+    of garbage), so it is compared with the resident size read just before the write as well as
+    after; tried up to 5 times."""
     for _ in range(5):
+        before = status_kb("VmRSS")
         try:
             with open("/proc/self/clear_refs", "w") as clear_refs:
                 clear_refs.write("5")
         except OSError:
             return False
         peak, resident = status_kb("VmHWM"), status_kb("VmRSS")
-        if peak is None or resident is None:
+        if None in (before, peak, resident):
             return False
-        if peak <= resident:
+        if peak <= max(before, resident):
             return True
     return False
 

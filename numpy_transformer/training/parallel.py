@@ -335,7 +335,7 @@ class ForkTransport:
     paced = True
 
     def __init__(self, model, objective, label_smoothing, weights, slots):
-        self.connections, self.workers = [], []
+        self.connections, self.workers, self.senders = [], [], []
         context = multiprocessing.get_context("fork")
         for number, slot in enumerate(slots, start=1):
             here, there = context.Pipe()
@@ -365,14 +365,20 @@ class ForkTransport:
         def send():
             try:
                 connection.send_bytes(data)
-            except OSError as error:
-                failed.append(error)
+            except OSError:
+                # Not the error itself: its traceback would hold views of `data` in a reference
+                # cycle, and the garbage collector may then close the BytesIO under `data` while
+                # they still point into it (an "Exception ignored … BufferError" on stderr).
+                failed.append(True)
         if len(data) <= SOCKET_ROOM:
             send()
         else:
             sender = threading.Thread(target=send, name="message to a worker", daemon=True)
+            sender.connection = connection
+            self.senders.append(sender)
             sender.start()
             self._wait(number, lambda: sender.join(POLL_SECONDS) or not sender.is_alive())
+            self.senders.remove(sender)
         if failed:
             raise self._ended(number) from None
 
@@ -412,9 +418,15 @@ class ForkTransport:
             if worker.is_alive():
                 worker.kill()                               # SIGKILL: also ends a stopped worker
                 worker.join()
+        # A thread left writing to a worker that failed ends now that no worker reads (the pipe
+        # is broken); closing its connection under it would have it write to a closed, or
+        # reused, descriptor.
+        for sender in self.senders:
+            sender.join(timeout=5)
         for connection in self.connections:
-            connection.close()
-        self.connections, self.workers = [], []
+            if not any(sender.is_alive() and sender.connection is connection for sender in self.senders):
+                connection.close()
+        self.connections, self.workers, self.senders = [], [], []
 
 
 class Pace:
