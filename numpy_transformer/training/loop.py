@@ -235,7 +235,10 @@ class Trainer:
             except KeyboardInterrupt:
                 interrupted = True
             except parallel.WorkerLost as error:   # the other workers are stopped; saved below, as for Ctrl-C
-                lost = error
+                # kept without its traceback, which holds this frame: a reference cycle through
+                # the frames of the failed message, collected later and noisily (a BytesIO with
+                # views of it still open: "Exception ignored … BufferError" on Python 3.13)
+                lost = error.with_traceback(None)
         interrupted = interrupted or self.stop_requested
         saved = self._phase != "update" and self._checkpoint()
         return TrainingResult(self.state.step, self.total_steps, interrupted, saved, self._last_logged_loss,
