@@ -360,15 +360,16 @@ class ForkTransport:
     def send(self, number, message):
         """Send worker `number` a message; one longer than SOCKET_ROOM (which may have to wait
         for the worker to read it) is sent by a thread while this one watches the worker."""
-        connection, data, failed = self.connections[number - 1], ForkingPickler.dumps(message), []
+        # bytes, not the view of a BytesIO that dumps() gives: a worker lost while it is sent
+        # leaves the view in the frames of a traceback, and where those end up in a reference
+        # cycle the collector closes the BytesIO under it ("Exception ignored … BufferError" on
+        # stderr, seen on Python 3.13)
+        connection, data, failed = self.connections[number - 1], bytes(ForkingPickler.dumps(message)), []
 
         def send():
             try:
                 connection.send_bytes(data)
             except OSError:
-                # Not the error itself: its traceback would hold views of `data` in a reference
-                # cycle, and the garbage collector may then close the BytesIO under `data` while
-                # they still point into it (an "Exception ignored … BufferError" on stderr).
                 failed.append(True)
         if len(data) <= SOCKET_ROOM:
             send()
