@@ -74,6 +74,7 @@ def test_huge_inputs_give_finite_values_and_gradients(name, dtype):
     assert np.all(np.isfinite(out.data)) and np.all(np.isfinite(x.grad))
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_the_engine_room_gelu_agrees_with_the_plain_form(approximate, dtype):
