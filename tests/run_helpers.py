@@ -10,10 +10,15 @@ import shutil
 import time
 
 import numpy as np
+import pytest
 
 from numpy_transformer.cli import main
 from numpy_transformer.data import Pair, builtin_corpus, detokenize
+from numpy_transformer.training.cores import usable_cores
 from numpy_transformer.training.settings import resolve
+
+# --threads 2 is refused where this process may use one processor (a CPU set, a container's quota)
+needs_two_cores = pytest.mark.skipif(usable_cores() < 2, reason="--threads 2 needs two processors this process may use")
 
 TINY_MODEL = dict(d_model=16, n_heads=2, d_ff=32, dropout=0.1)
 TINY_TRAINING = dict(batch_size=16, steps=10, warmup_steps=20, eval_every=5, log_every=2, checkpoint_every=5)

@@ -2,7 +2,6 @@
 numbers, with a row and a fitted slope for every variant; `bench train-step` and `bench decode`
 run on a tiny configuration and end with their JSON line."""
 import json
-import os
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ from numpy_transformer.benchmarks.workloads import CONFIGS, EOS_ID, PAD_ID, SOS_
 from numpy_transformer.benchmarks.decode import build_model, never_generated_eos
 from numpy_transformer.benchmarks.train_step import goals
 from numpy_transformer.decoding import greedy_decode
+from run_helpers import needs_two_cores
 
 
 def test_sizes_double_from_256_to_the_maximum():
@@ -230,9 +230,8 @@ def test_bench_pretrained_loads_and_generates_a_small_gpt2_here_and_in_transform
     assert 0 <= results["shared_tokens"] <= NEW_TOKENS and "greedy tokens are the same in both" in lines[-1]
 
 
+@needs_two_cores
 def test_bench_train_step_on_two_processes_shares_the_batch_and_counts_the_workers_memory():
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("needs 2 cores")
     out, results = bench_json("train-step", "--configs", "tiny", "--steps", "2", "--warmup", "1", "--threads", "2",
                               "--split", "batch")
     (result,) = results
@@ -275,9 +274,8 @@ def test_the_scaling_model_is_amdahl_s_law_without_overheads_and_grows_with_them
     assert predicted_step({**amdahl, "rows": [8, 4, 2, 1], "fb": [0.008, 0.004, 0.002, 0.001]}, 16) is None
 
 
+@needs_two_cores
 def test_bench_scaling_measures_the_parts_and_predicts_on_the_tiny_configuration():
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("needs 2 cores")
     out, results = bench_json("scaling", "--configs", "tiny", "--steps", "2", "--repeats", "2")
     (result,) = results
     assert result["rows"] == 4 and result["step_1_ms"] > 0 and result["measured_2_ms"] > 0

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from run_helpers import load_example
+from run_helpers import load_example, needs_two_cores
 
 TINY = ["--steps", "4", "--eval-every", "2", "--model", '{"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0}',
         "--training", '{"batch_size": 16}', "--preset", "grammar", "--data", '{"n_pairs": 120, "max_len": 32}']
@@ -81,6 +81,7 @@ def test_the_torch_run_copied_from_ours_trains_as_ours_does(example):
         assert name.endswith("W_k.bias") or np.mean(difference > 1e-4) < 0.01, name
 
 
+@needs_two_cores
 def test_two_threads_split_the_numpy_run_s_batches_between_two_processes_as_train_does(example, tmp_path,
                                                                                       monkeypatch):
     from numpy_transformer.training import parallel

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from run_helpers import load_example, written_pairs
+from run_helpers import load_example, needs_two_cores, written_pairs
 from test_pretrained_heads import write_tiny_bert_model
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -122,10 +122,9 @@ def test_a_quick_run_writes_into_its_output_folder_only_and_runs_blas_on_one_thr
         assert result.stdout.strip().splitlines()[-1] == "BLAS threads: [1]"
 
 
+@needs_two_cores
 def test_the_threads_flag_reaches_blas_before_numpy_loads(tmp_path):
     pytest.importorskip("threadpoolctl")
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("one processor: --threads 2 is refused")
     result = run_example("attention_step_by_step", ["--threads", "2"], tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "BLAS threads: [2]"

@@ -10,6 +10,7 @@ from numpy_transformer.benchmarks.workloads import PAD_ID
 from numpy_transformer.config import TransformerConfig
 from numpy_transformer.language_model import DecoderOnlyTransformer
 from numpy_transformer.model import Transformer
+from run_helpers import needs_two_cores
 
 OPTIONS = [dict(), dict(norm_placement="pre", norm_variant="torch", positional="learned", tie_embeddings=True,
                         activation="gelu")]
@@ -112,6 +113,7 @@ def test_bench_latency_runs_on_the_tiny_configurations_and_says_what_it_compared
             assert result["same_tokens"] and "the same tokens" in line
 
 
+@needs_two_cores
 def test_the_command_line_has_bench_latency():
     from numpy_transformer.cli import build_parser
     from numpy_transformer.cli.bench import bench_latency_command

@@ -16,9 +16,10 @@ import pytest
 
 from numpy_transformer.benchmarks.mpi_scaling import mpiexec_path, mpiexec_vendor
 from numpy_transformer.cli.train import processes_note
+from numpy_transformer.training import cores
 from numpy_transformer.training import mpi
 from numpy_transformer.training.checkpoint import load_checkpoint
-from run_helpers import assert_same_weights, run_main, weights
+from run_helpers import assert_same_weights, run_main, usable_cores, weights
 
 try:
     import mpi4py  # noqa: F401
@@ -215,7 +216,7 @@ def test_mpiexec_4_on_two_cores_gives_the_weights_of_threads_4(tmp_path, monkeyp
     status, out, err, _ = finished(mpiexec([*arguments, "--out", tmp_path / "mpi"], processes=4))
     assert status == 0 and err == "", f"exit {status}\nstdout: {out[-3000:]}\nstderr: {err[-3000:]}"
     assert re.search(r"^processes: 4 MPI ranks \(\S+ ×4\)", out, re.M), out
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)              # --threads 4 is refused on fewer cores
+    monkeypatch.setattr(cores, "usable_cores", lambda: 4)        # --threads 4 is refused on fewer cores
     status, _, err = run_main([*arguments, "--out", tmp_path / "threads", "--threads", "4", "--split", "batch"])
     assert status == 0, err
     under_mpi, threads = load_checkpoint(tmp_path / "mpi"), load_checkpoint(tmp_path / "threads")
@@ -428,7 +429,7 @@ def _ended(pid, seconds=5.0):
 
 @pytest.fixture
 def _needs_two_cores():
-    if (os.cpu_count() or 1) < 2:
+    if usable_cores() < 2:
         pytest.skip("two MPI ranks need two processors")
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from numpy_transformer.benchmarks.mpi_scaling import hostfile_options
 from numpy_transformer.training.checkpoint import load_checkpoint
-from run_helpers import assert_same_weights, run_main, weights
+from run_helpers import assert_same_weights, needs_two_cores, run_main, weights
 from test_mpi import MPIEXEC, TASKS, TINY, VENDOR, finished, mpiexec, under_mpiexec
 
 TWO_HOSTS = Path(__file__).resolve().parent.parent / "scripts" / "two_hosts.sh"
@@ -49,6 +49,7 @@ def link_bytes(name):
 
 
 @under_mpiexec
+@needs_two_cores
 def test_mpiexec_on_two_hosts_gives_the_weights_of_threads_2_and_its_messages_cross_the_link(tmp_path, host_b):
     name, environment, hostfile = host_b
     arguments = ["train", *TINY, *TASKS["translation"], "--steps", "7"]

@@ -25,7 +25,7 @@ from numpy_transformer.training import parallel
 from numpy_transformer.training.checkpoint import load_checkpoint
 from numpy_transformer.training.loss import TRANSLATION, CausalLM, LanguageModelBatch, MaskedLM
 from numpy_transformer.training.run import Run
-from run_helpers import assert_same_weights, run_main, tiny_configs, weights
+from run_helpers import assert_same_weights, needs_two_cores, run_main, tiny_configs, weights
 
 pytestmark = pytest.mark.skipif(not parallel.available(), reason="data parallelism runs on Linux")
 
@@ -503,7 +503,7 @@ def _gone(pid):
     return not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z"
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="train --threads 2 needs two processors")
+@needs_two_cores
 @pytest.mark.parametrize("signal_number, what", [
     (signal.SIGKILL, r"was killed by SIGKILL \(kill -9, or the system's out-of-memory killer\)"),
     (signal.SIGTERM, "was killed by SIGTERM"),
@@ -531,7 +531,7 @@ def test_train_with_a_worker_killed_or_stopped_ends_in_one_line_and_resumes(tmp_
     assert load_checkpoint(folder).step == step + 2
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="train --threads 2 needs two processors")
+@needs_two_cores
 def test_ctrl_c_while_a_worker_is_stopped_ends_the_run_with_130_and_saves(tmp_path):
     folder = tmp_path / "run"
     with _training(folder) as (process, worker):
@@ -548,7 +548,7 @@ def test_ctrl_c_while_a_worker_is_stopped_ends_the_run_with_130_and_saves(tmp_pa
     assert f"numpy-transformer train --out {folder} --resume --threads 2" in err
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="train --threads 2 needs two processors")
+@needs_two_cores
 def test_killing_train_leaves_no_stopped_worker_behind(tmp_path):
     with _training(tmp_path / "run") as (process, worker):
         os.kill(worker, signal.SIGSTOP)

@@ -12,7 +12,7 @@ from numpy_transformer.model import Transformer
 from numpy_transformer.training import parallel, thread_plan
 from numpy_transformer.training.run import Run
 from numpy_transformer.training.thread_plan import choose_split, machine_key, measure
-from run_helpers import tiny_configs
+from run_helpers import needs_two_cores, tiny_configs
 
 needs_fork = pytest.mark.skipif(not parallel.available(), reason="data parallelism runs on Linux")
 
@@ -205,6 +205,7 @@ def test_a_run_records_the_measured_split_and_a_resumed_run_keeps_it(tmp_path, m
         assert resumed.trainer.state.split == "blas"
 
 
+@needs_two_cores
 @pytest.mark.parametrize("split, load, one_thread", [("blas", 0.0, False), ("blas", 3.5, True), ("batch", 0.0, True)])
 def test_the_final_evaluation_decodes_on_one_blas_thread_after_a_split_batch_or_on_a_busy_machine(
         tmp_path, monkeypatch, split, load, one_thread):

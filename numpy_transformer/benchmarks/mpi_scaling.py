@@ -124,9 +124,9 @@ def _shared_step(comm, trainer, objective, label_smoothing, steps):
 
     from autograd.engine_room import share_updates
     from autograd.optim import clip_grad_norm
-    from numpy_transformer.training import mpi, parallel
+    from numpy_transformer.training import cores, mpi, parallel
 
-    optimizer = share_updates(trainer.optimizer, min(2, os.cpu_count() or 1))
+    optimizer = share_updates(trainer.optimizer, min(2, cores.usable_cores()))
     transport = functools.partial(mpi.MpiTransport, comm=comm)
     with parallel.DataParallel(trainer.model, objective, label_smoothing, 2, transport) as shared:
         shards = shared.shards(trainer.batch)

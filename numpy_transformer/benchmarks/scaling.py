@@ -24,7 +24,6 @@ Amdahl's law is the special case a = M = R = 0: T(P) = serial + parallel / P; th
 reported is a + C + the parts that grow with P.
 """
 import json
-import os
 import statistics
 import time
 
@@ -33,6 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from numpy_transformer.benchmarks.train_step import BatchLoss, NumpyTrainer, in_child
 from numpy_transformer.training.allocator import reuse_freed_memory
+from numpy_transformer.training.cores import usable_cores
 from numpy_transformer.benchmarks.workloads import CONFIGS, LABEL_SMOOTHING, MAIN_CONFIGS, make_batch
 
 PREDICTED = (2, 4, 8, 16)
@@ -171,7 +171,7 @@ def run(config_names=MAIN_CONFIGS, steps=10, repeats=7, log=print, progress=None
     from numpy_transformer.inference import with_progress
 
     results = []
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         parts = json.loads(in_child(__name__, "print_parts", name, repeats))
         a, c = fit_overhead(parts["rows"], parts["fb"])

@@ -6,7 +6,6 @@ Nothing here imports NumPy: the parser is built before the BLAS thread count is 
 argparse types import the checks of `autograd.checks` when they run, after it is.
 """
 import argparse
-import os
 import sys
 
 EXIT_ERROR, EXIT_INTERRUPTED = 1, 130
@@ -26,10 +25,12 @@ def integer_at_least(low):
 
 
 def thread_count(text):
-    """argparse type: an integer from 1 to the number of processors."""
-    cores = os.cpu_count() or 1
-    return _checked(text, int, lambda checks, value: checks.checked_integer("the value", value, low=1, high=cores),
-                    note=f" (this machine has {cores} processors)")
+    """argparse type: an integer from 1 to the processors this process may use (training/cores.py)."""
+    from numpy_transformer.training import cores
+
+    usable = cores.usable_cores()
+    return _checked(text, int, lambda checks, value: checks.checked_integer("the value", value, low=1, high=usable),
+                    note=f" ({cores.describe_cores()})")
 
 
 def non_negative_integer(text):

@@ -47,7 +47,6 @@ import contextlib
 import dataclasses
 import functools
 import math
-import os
 import signal
 import sys
 import threading
@@ -60,7 +59,7 @@ from autograd.optim import Adam, clip_grad_norm
 from autograd.plain_mode import is_plain
 from numpy_transformer.data.batching import batch_indices
 from numpy_transformer.training.evaluation import mean_cross_entropy, perplexity
-from numpy_transformer.training import mpi, parallel
+from numpy_transformer.training import cores, mpi, parallel
 from numpy_transformer.training.loss import TRANSLATION
 from numpy_transformer.training.mixed_precision import MixedPrecision
 from numpy_transformer.training.thread_plan import choose_split, describe_split
@@ -102,7 +101,7 @@ def make_optimizer(model, config, threads=1):
     shared by `threads` threads (the CLI's --threads: the engine room's `share_updates`)."""
     optimizer = Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
                      eps=config.eps)
-    return share_updates(optimizer, min(threads, os.cpu_count() or 1))   # the same update with any threads
+    return share_updates(optimizer, min(threads, cores.usable_cores()))   # the same update with any threads
 
 
 @dataclasses.dataclass

@@ -81,6 +81,7 @@ from threadpoolctl import threadpool_limits
 
 from autograd.engine_room import SharedUpdates, balanced_shares, batch_rows, gradients_into
 from autograd.optim import clip_grad_norm
+from numpy_transformer.training import cores
 
 ALIGNMENT = 64          # bytes: every shared array starts on a cache line
 POLL_SECONDS = 0.1      # a wait for a worker's reply checks on the worker this often
@@ -150,7 +151,7 @@ class DataParallel:
         self.processes = processes
         self._blas = threadpool_limits(1, user_api="blas")     # here and, forked, in the workers
         self.parameters = [p for _, p in model.named_parameters()]
-        threads = min(processes, os.cpu_count() or 1)          # the sum's threads: this machine's cores at most
+        threads = min(processes, cores.usable_cores())        # the sum's threads: the usable cores at most
         self._shares = [[i for _, i in share]                  # the parameters' indices, one list a thread
                         for share in balanced_shares([(p.data, i) for i, p in enumerate(self.parameters)], threads)]
         specs = [(p.shape, p.dtype) for p in self.parameters]

@@ -49,6 +49,7 @@ from autograd.engine_room import share_updates
 from autograd.optim import Adam, clip_grad_norm
 from numpy_transformer.training import parallel
 from numpy_transformer.training.atomic_files import atomic_write_text
+from numpy_transformer.training.cores import usable_cores
 
 SPLITS = ("auto", "batch", "blas")
 STEPS = 3                         # timed steps each way (after one untimed step each)
@@ -193,15 +194,16 @@ def machine_busy():
 
 
 def machine_key(model, batch, processes):
-    """The cache key: a hash of the CPU, its cores, `processes`, the versions of Python, NumPy
-    and BLAS (its kernels too), the model's class and configuration, the batch's shapes."""
+    """The cache key: a hash of the CPU, its cores and those this process may use, `processes`,
+    the versions of Python, NumPy and BLAS (its kernels too), the model's class and
+    configuration, the batch's shapes."""
     blas = sorted((json.dumps({key: info.get(key) for key in ("internal_api", "version", "architecture",
                                                              "threading_layer")}, sort_keys=True)
                    for info in threadpool_info() if info.get("user_api") == "blas"))   # in any order loaded
     arrays = {field.name: getattr(batch, field.name).shape for field in dataclasses.fields(batch)
               if isinstance(getattr(batch, field.name), np.ndarray)}
-    described = {"cpu": cpu_name(), "cores": os.cpu_count(), "processes": processes,
-                 "python": platform.python_version(), "numpy": np.__version__, "blas": blas,
+    described = {"cpu": cpu_name(), "cores": os.cpu_count(), "usable_cores": usable_cores(),
+                 "processes": processes, "python": platform.python_version(), "numpy": np.__version__, "blas": blas,
                  "model": type(model).__name__, "config": repr(model.config), "batch": arrays}
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()[:32]
 

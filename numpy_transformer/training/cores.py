@@ -1,0 +1,64 @@
+"""The processors this process may use, which can be fewer than the machine has.
+
+`os.cpu_count()` counts the machine's processors. A process is often allowed fewer:
+
+- a CPU set (its affinity): `taskset`, a Slurm or PBS allocation on a cluster node,
+  `docker run --cpuset-cpus`;
+- a CPU quota of its control group: `docker run --cpus 2`, a Kubernetes limit, a systemd
+  slice's `CPUQuota` (cgroup v2: `cpu.max`, "200000 100000" is two processors' worth; cgroup
+  v1: `cpu.cfs_quota_us` over `cpu.cfs_period_us`, −1 for none).
+
+`usable_cores()` is the least of the three, the quota rounded up, as joblib's loky and Dask
+count them. `--threads` may not exceed it, and the optimizer's threads stop there.
+"""
+import math
+import os
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_V1_FOLDERS = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
+
+
+def usable_cores():
+    """The processors this process may use: the least of the machine's processors, its CPU
+    set and its control group's CPU quota (rounded up), at least 1."""
+    counts = [os.cpu_count() or 1]
+    if hasattr(os, "sched_getaffinity"):
+        counts.append(len(os.sched_getaffinity(0)))
+    quota = cgroup_cpu_quota()
+    if quota is not None:
+        counts.append(math.ceil(quota))
+    return max(1, min(counts))
+
+
+def cgroup_cpu_quota(root=CGROUP_ROOT):
+    """The control group's CPU quota in processors (1.5 for `docker run --cpus 1.5`), or None
+    where there is none or it cannot be read (no cgroup file system, not Linux, a malformed
+    file)."""
+    try:
+        quota, period = (root / "cpu.max").read_text(encoding="ascii").split()[:2]   # cgroup v2
+        return None if quota == "max" else _processors(int(quota), int(period))
+    except (OSError, ValueError):
+        pass
+    for folder in CGROUP_V1_FOLDERS:
+        try:
+            quota = int((root / folder / "cpu.cfs_quota_us").read_text(encoding="ascii"))
+            period = int((root / folder / "cpu.cfs_period_us").read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            continue
+        return None if quota < 0 else _processors(quota, period)
+    return None
+
+
+def _processors(quota, period):
+    """quota / period, or None for values no kernel writes (a period ≤ 0, a quota of 0)."""
+    return quota / period if quota > 0 and period > 0 else None
+
+
+def describe_cores():
+    """"N processors" or "N of the machine's M processors (…)", for a refusal of --threads."""
+    cores, machine = usable_cores(), os.cpu_count() or 1
+    if cores == machine:
+        return f"this machine has {machine} processors"
+    return (f"this process may use {cores} of the machine's {machine} processors: its CPU set or its "
+            f"container's CPU quota allows no more")
