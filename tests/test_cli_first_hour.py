@@ -288,3 +288,29 @@ def test_without_out_the_message_says_runs_default_is_the_default(tmp_path, monk
 def test_files_kept_whole_is_said_after_an_error_of_writing_only(code, kept):
     message = os_error_message(OSError(code, "an error", "runs/x/checkpoint.npz"))
     assert ("files written before are kept whole" in message) == kept
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1", "cp1252"])
+def test_an_output_encoding_without_the_printouts_characters_writes_them_as_escapes(tmp_path, encoding):
+    """A terminal in an ASCII or Latin-1 locale, or Windows writing to a file in its code page,
+    cannot encode "→" (or "▁", "≤"): the command used to fail at its first line ("'ascii' codec
+    can't encode character"); now it runs and writes such a character as a \\u escape, on
+    standard output and error alike. An error handler the user gave is kept."""
+    import os
+    import subprocess
+
+    code = "import sys; from numpy_transformer.cli import main; sys.exit(main(sys.argv[1:]))"
+    result = subprocess.run([sys.executable, "-c", code, "train", "--out", str(tmp_path / "run"), *TINY],
+                            capture_output=True, env={**os.environ, "PYTHONIOENCODING": encoding}, timeout=300)
+    assert result.returncode == 0, result.stderr.decode(encoding, "replace")[-2000:]
+    out = result.stdout.decode(encoding)
+    assert "synthetic English\\u2192Italian" in out and "test split" in out.lower(), out[:2000]
+    assert (tmp_path / "run" / "checkpoint.npz").exists()
+    result = subprocess.run([sys.executable, "-c", code, "train", "--out", str(tmp_path / "run"), *TINY],
+                            capture_output=True, env={**os.environ, "PYTHONIOENCODING": encoding}, timeout=300)
+    (line,) = result.stderr.decode(encoding).splitlines()            # a refusal: the folder exists
+    assert result.returncode == 1 and line.startswith("numpy-transformer train: error:"), line
+    result = subprocess.run([sys.executable, "-c", code, "train", "--out", str(tmp_path / "other"), *TINY],
+                            capture_output=True, env={**os.environ, "PYTHONIOENCODING": f"{encoding}:replace"},
+                            timeout=300)
+    assert result.returncode == 0 and "synthetic English?Italian" in result.stdout.decode(encoding)

@@ -148,3 +148,12 @@ def test_a_missing_library_or_input_is_one_line_and_status_1_before_any_work(nam
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"examples/{name}.py: error: ") and re.search(message, lines[0]), lines[0]
     assert not out.exists()                                 # stopped before it wrote anything
+
+
+def test_an_example_prints_in_an_output_encoding_without_its_characters(tmp_path, monkeypatch):
+    """`python examples/attention_step_by_step.py > out.txt` where standard output is ASCII (or
+    Windows's code page): its "§" and "√" are written as escapes, not a failed first line."""
+    monkeypatch.setenv("PYTHONIOENCODING", "ascii")
+    result = run_example("attention_step_by_step", [], tmp_path)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert "\\u" in result.stdout or "\\x" in result.stdout, result.stdout[:2000]

@@ -13,6 +13,7 @@ import pytest
 import autograd
 import numpy_transformer
 from numpy_transformer.cli.common import BLAS_THREAD_VARIABLES
+from run_helpers import needs_two_cores
 
 PACKAGE = Path(numpy_transformer.__file__).parent
 ENGINE = Path(autograd.__file__).parent
@@ -31,7 +32,7 @@ def test_importing_the_command_line_does_not_import_numpy():
     assert run_python("import sys, numpy_transformer.cli; print('numpy' in sys.modules)") == "False"
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, pytest.param(2, marks=needs_two_cores)])
 def test_the_threads_flag_sets_the_blas_thread_count(threads):
     """The command runs in a fresh interpreter, then threadpoolctl asks the loaded BLAS library
     how many threads it uses."""
@@ -249,3 +250,43 @@ def test_the_wall_test_sees_an_import_by_file():
              "numpy_transformer.training.loop": {"autograd.engine_room"}}
     assert engine_room_modules_imported_outside_autograd(graph) == {
         "numpy_transformer.training.parallel": ["autograd.engine_room.fused_adam"]}
+
+
+def _text_io_without_an_encoding(path):
+    """The lines of `path` that open, read or write text, or run a process in text mode, without
+    naming the encoding: these take the locale's, which is cp1252 on Windows and ASCII or
+    Latin-1 in some locales, where the corpora's, tokenizers' and printouts' letters are UTF-8."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        keywords = {keyword.arg: keyword.value for keyword in node.keywords}
+        function = node.func
+        if isinstance(function, ast.Name) and function.id == "open":
+            mode = node.args[1] if len(node.args) > 1 else keywords.get("mode")
+            binary = isinstance(mode, ast.Constant) and "b" in str(mode.value)
+            if not binary and "encoding" not in keywords and len(node.args) < 4:
+                found.append(node.lineno)
+        elif isinstance(function, ast.Attribute) and function.attr in ("read_text", "write_text"):
+            if "encoding" not in keywords and len(node.args) < (2 if function.attr == "write_text" else 1):
+                found.append(node.lineno)
+        elif isinstance(function, ast.Attribute) and function.attr in ("run", "Popen", "check_output") \
+                and isinstance(function.value, ast.Name) and function.value.id == "subprocess":
+            text = any(isinstance(keywords.get(name), ast.Constant) and keywords[name].value
+                       for name in ("text", "universal_newlines"))
+            if text and "encoding" not in keywords:
+                found.append(node.lineno)
+    return found
+
+
+def test_the_library_and_the_examples_name_the_encoding_of_every_text_they_read_or_write():
+    """Python's default text encoding is the locale's (PEP 597): cp1252 on Windows, where reading
+    a UTF-8 corpus or tokenizer would misread every accented letter without an error. Every
+    open(), read_text(), write_text() and text-mode subprocess of the package and the examples
+    names its encoding (found with PYTHONWARNDEFAULTENCODING=1 first; this keeps it so)."""
+    files = sorted([*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "examples").glob("*.py")])
+    assert len(files) > 100
+    unnamed = {str(path.relative_to(PACKAGE.parent)): lines for path in files
+               if (lines := _text_io_without_an_encoding(path))}
+    assert unnamed == {}, unnamed

@@ -21,7 +21,7 @@ from numpy_transformer.data.batching import Batch
 from numpy_transformer.language_model import DecoderOnlyTransformer, EncoderOnlyTransformer
 from numpy_transformer.model import Transformer
 from numpy_transformer.config import TransformerConfig
-from numpy_transformer.training import parallel
+from numpy_transformer.training import cores, parallel
 from numpy_transformer.training.checkpoint import load_checkpoint
 from numpy_transformer.training.loss import TRANSLATION, CausalLM, LanguageModelBatch, MaskedLM
 from numpy_transformer.training.run import Run
@@ -379,6 +379,7 @@ def _blas_threads_here(model):
 @pytest.mark.parametrize("platform", ["darwin", "win32"])
 def test_elsewhere_than_linux_training_stays_in_one_process(tmp_path, monkeypatch, platform):
     monkeypatch.setattr(parallel.sys, "platform", platform)
+    monkeypatch.setattr(cores, "usable_cores", lambda: 2)         # the update's two threads even on one core
     assert not parallel.available()
     with pytest.raises(RuntimeError, match=f"on Linux only, not on {platform}"):
         parallel.DataParallel(_translation()[0](), TRANSLATION, 0.1, 2)

@@ -17,6 +17,7 @@ from autograd.engine_room.fused_adam import SharedUpdates
 from autograd.optim import SGD, Adam
 from numpy_transformer.data import WordTokenizer, encode_pairs, load_dataset_splits
 from numpy_transformer.training.evaluation import mean_cross_entropy
+from numpy_transformer.training import cores
 from numpy_transformer.training.run import Run
 from numpy_transformer.model import Transformer
 from numpy_transformer.training.presets import PRESETS
@@ -102,6 +103,7 @@ def test_two_optimizer_threads_in_one_process_train_the_same_run_as_one(tmp_path
     """With BLAS's threads (a wide model's way, training/parallel.py) a second thread changes
     nothing: the update is the same bit for bit. (Split between processes, the run follows
     the one-process run up to rounding: tests/test_parallel.py.)"""
+    monkeypatch.setattr(cores, "usable_cores", lambda: 2)         # two threads take turns on one core
     one, _ = train_tiny(tmp_path, "one")
     two = Run.new(tmp_path / "two", *tiny_configs(training={"seed": 0, "steps": 10}), report=None, threads=2,
                   split="blas")

@@ -45,7 +45,8 @@ def mpiexec_vendor(mpiexec):
     """Whose `mpiexec` this is, from its --version: "MPICH" (hydra, Intel MPI's too), "Open MPI",
     or None when it says neither."""
     try:
-        said = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60).stdout
+        said = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, encoding="utf-8",
+                              errors="replace", timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     return "Open MPI" if "Open MPI" in said else "MPICH" if "HYDRA" in said else None
@@ -163,8 +164,8 @@ def measure_transport(config_name, steps, repeats, hostfile=None):
         raise ValueError(f"bench scaling --mpi runs mpiexec, which is not installed: {INSTALL}")
     code = f"from {__name__} import print_transport; print_transport{(config_name, steps, repeats)!r}"
     result = subprocess.run([mpiexec, *hostfile_options(mpiexec, hostfile), "-n", "2", sys.executable, "-c", code],
-                            capture_output=True, text=True,
-                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+                            capture_output=True, text=True, encoding="utf-8", errors="replace",
+                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONIOENCODING": "utf-8"})
     if result.returncode != 0:
         raise RuntimeError(f"print_transport({config_name!r}) failed under mpiexec:\n{result.stdout}{result.stderr}")
     return json.loads(result.stdout.strip().splitlines()[-1])

@@ -17,6 +17,7 @@ temporary folder: the same files as the Hub's `gpt2`, which cannot be downloaded
 `transformers` and PyTorch are benchmark dependencies, imported here only when the benchmark
 runs; the thread count is the same for both (BLAS's, and `torch.set_num_threads`).
 """
+import os
 import statistics
 import subprocess
 import sys
@@ -69,7 +70,8 @@ def loading(framework, folder):
     cannot be measured (`restart_peak_memory`)."""
     code = (f"from numpy_transformer.benchmarks.pretrained_speed import print_loading; "
             f"print_loading({framework!r}, {str(folder)!r})")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8",
+                            errors="replace", env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     if result.returncode != 0:
         raise RuntimeError(f"loading with {framework} failed:\n{result.stderr}")
     seconds, megabytes = result.stdout.split()[-2:]

@@ -42,6 +42,7 @@ thesis's. PyTorch is imported only here and only when the benchmark runs: it is 
 benchmark dependency, never one of the library.
 """
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -221,7 +222,8 @@ def peak_memory_mb(config_name, framework, threads, split="auto"):
 def in_child(module, function, *arguments):
     """The last line that `function(*arguments)` of `module` prints, run in a fresh process."""
     code = f"from {module} import {function}; {function}{arguments!r}"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8",
+                            errors="replace", env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     if result.returncode != 0:
         raise RuntimeError(f"{function}{arguments!r} failed in its child process:\n{result.stderr}")
     return result.stdout.strip().splitlines()[-1]
@@ -296,7 +298,7 @@ def restart_peak_memory():
     for _ in range(5):
         before = status_kb("VmRSS")
         try:
-            with open("/proc/self/clear_refs", "w") as clear_refs:
+            with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
                 clear_refs.write("5")
         except OSError:
             return False
@@ -311,7 +313,7 @@ def restart_peak_memory():
 def status_kb(field):
     """The kilobytes of `field` (VmRSS, VmHWM, RssShmem) in /proc/self/status, or None where there is none."""
     try:
-        with open("/proc/self/status") as status:
+        with open("/proc/self/status", encoding="utf-8", errors="replace") as status:
             for line in status:
                 if line.startswith(field + ":"):
                     return int(line.split()[1])

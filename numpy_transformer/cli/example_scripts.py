@@ -18,7 +18,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from numpy_transformer.cli import os_error_text, threads_from_arguments
+from numpy_transformer.cli import os_error_text, printable_output, threads_from_arguments
 # on_terminal and progress: the examples import them from here, with the rest of what they share
 from numpy_transformer.cli.common import (EXIT_ERROR, EXIT_INTERRUPTED, add_threads_argument,  # noqa: F401
                                           on_terminal, progress)
@@ -30,7 +30,9 @@ OPTIONAL_LIBRARIES = {"sklearn": "scikit-learn", "networkx": "networkx", "torch"
 def threads_from_command_line():
     """Fix the BLAS thread count from the script's --threads (default 1, or the environment's
     OPENBLAS_NUM_THREADS when it sets one), as `numpy-transformer` does; nothing once NumPy is
-    loaded (an example imported by another, or by a test)."""
+    loaded (an example imported by another, or by a test). Output in any encoding, as there
+    (`printable_output`)."""
+    printable_output()
     threads_from_arguments(sys.argv[1:])
 
 
