@@ -83,7 +83,8 @@ def add_decoding_arguments(parser, what):
                              "per token; 0: the raw log-probability)")
 
 
-TRAINING_THREADS = ("cores to train on: N processes share each step, a part of the batch each, and N threads the "
+TRAINING_THREADS = ("cores to train on, at most those this process may use: N processes share each step, a part of "
+                    "the batch each, and N threads the "
                     "optimizer's update (default 1; 2 trains the default preset 1.7 times as fast on an idle 2-core "
                     "AMD EPYC, 1.6 times on an idle 2-core Xeon; a run that starts beside another job keeping the "
                     "cores busy takes one core, as --threads 1, with its numbers: on that Xeon beside one busy "
