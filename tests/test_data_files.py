@@ -114,3 +114,28 @@ def test_a_file_is_split_90_5_5_with_its_path_as_source(tmp_path):
     subset = file_splits(path, subset=40, subset_mode="first", cache_dir=tmp_path / "cache")
     assert {p.src for split in subset for p in split} == {f"sentence {i} ." for i in range(40)}
     assert "first 40 of 200" in subset.source
+
+
+@pytest.mark.parametrize("task, lines, said", [
+    ("translation", ["en\tit", *[f"Hello!\tCiao {i}!" for i in range(60)], *[f"hello\tSalve {i}" for i in range(60)]],
+     "its 120 pairs have 1 distinct source sentence (compared by their words, case and punctuation aside): the "
+     "validation and test pairs are held out by source sentence"),
+    ("translation", ["en\tit", *[f"{s}\tUna frase {i}." for i in range(40) for s in ("One.", "Two.")]],
+     "its 80 pairs have 2 distinct source sentences"),
+    ("translation", ["en\tit", "One.\tUno.", "Two.\tDue."], "2 pairs are too few to split into training, "
+                                                               "validation and test pairs (a run needs at least 3)"),
+    ("lm", ["The same line."] * 50, "its 50 texts have 1 distinct text (compared by their words"),
+])
+def test_a_file_of_too_few_distinct_sentences_says_so_and_not_that_its_many_pairs_are_too_few(tmp_path, task, lines,
+                                                                                              said):
+    """The held-out splits are carved by source sentence: 120 pairs that all translate "Hello!"
+    cannot be split, and the line said "120 pairs are too few … (a run needs at least 3)"."""
+    from run_helpers import run_main
+
+    path = tmp_path / ("pairs.tsv" if task == "translation" else "texts.txt")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    status, out, err = run_main(["train", "--task", task, "--dataset", path, "--tokenizer", "word", "--steps", "1",
+                                 "--out", tmp_path / "run"])
+    (line,) = err.strip().splitlines()
+    assert status == 1 and said in line and str(path) in line, line
+    assert not (tmp_path / "run").exists()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from numpy_transformer.data import encode_pairs, load_dataset_splits, load_text_splits, train_text_tokenizer, \
     train_tokenizers
-from numpy_transformer.data.corpus import HELD_OUT
+from numpy_transformer.data.corpus import HELD_OUT, source_key
 from numpy_transformer.data.moses import is_prefix
 from numpy_transformer.data.opus import parse_pair
 from numpy_transformer.data.texts import encode_texts
@@ -215,10 +215,20 @@ def _vocabularies(data_config, src, tgt):
 
 
 def _check_splits(data_config, splits, unit):
+    """A ValueError unless every split has an item: one line that says why one is empty. The
+    held-out splits a corpus lacks are carved by source sentence (`split_pairs`), so a file of
+    many pairs of one or two sentences is as few as its distinct sentences."""
     if not (splits.train and splits.validation and splits.test):
-        n = len(splits.train) + len(splits.validation) + len(splits.test)
-        raise ValueError(f"{splits.source}: {n} {unit} are too few to split into training, validation and test "
-                         f"{unit} (a run needs at least 3)")
+        items = [*splits.train, *splits.validation, *splits.test]
+        distinct = len({source_key(getattr(item, "src", item)) for item in items})
+        if distinct < min(len(items), 3):
+            one = "source sentence" if unit == "pairs" else unit.removesuffix("s")
+            raise ValueError(f"{splits.source}: its {len(items):,} {unit} have {distinct:,} distinct {one}"
+                             f"{'s' * (distinct != 1)} (compared by their words, case and punctuation aside): the "
+                             f"validation and test {unit} are held out by {one}, so that none is trained on, and "
+                             f"a run needs at least 3 distinct ones; add {unit} of other sentences")
+        raise ValueError(f"{splits.source}: {len(items):,} {unit} are too few to split into training, validation "
+                         f"and test {unit} (a run needs at least 3)")
     check_same_data(data_config, splits, unit)
 
 
