@@ -405,3 +405,40 @@ def test_bad_files_and_columns_are_one_line_and_leave_no_folder(tmp_path, monkey
     out = tmp_path / "run"
     status, _, err = run_main(["train", "--out", out, "--pair", "en-de", *args, *TINY])
     assert_clear_error(status, err, message, absent_folder=out)
+
+
+@pytest.mark.parametrize("name, task", [("pairs.tsv", "translation"), ("pairs.csv", "translation"),
+                                        ("texts.txt", "lm")])
+def test_a_file_whose_lines_end_in_a_bare_carriage_return_is_refused_saying_how_to_convert_it(tmp_path, name, task):
+    """Classic Mac OS and Excel's "CSV (Macintosh)" end lines in "\r" alone; lines end at "\n"
+    here, so such a file was one row: the TSV was refused as a header of 401 columns, every
+    one printed, and a text file was one text. Now one line names the line ends and `tr`."""
+    separator = {".tsv": "\t", ".csv": ",", ".txt": None}[name[-4:]]
+    lines = ([f"en{separator}de"] + [f"Sentence {i}.{separator}Satz {i}." for i in range(200)] if separator
+             else [f"Sentence {i}." for i in range(200)])
+    path = tmp_path / name
+    path.write_bytes("".join(line + "\r" for line in lines).encode("utf-8"))
+    status, _, err = run_main(["train", "--task", task, "--dataset", path, "--pair", "en-de", "--tokenizer", "word",
+                               "--steps", "1", "--out", tmp_path / "run"])
+    assert_clear_error(status, err, rf"{name}: its lines end in a bare carriage return .* so it would be read as one "
+                                    rf"line: convert its line ends \(e\.g\. tr '\\r' '\\n' < {name} > unix-{name}\)",
+                       absent_folder=tmp_path / "run")
+    assert len(err.strip().splitlines()) == 1 and len(err) < 400, err
+    path.write_bytes("".join(line + "\r\n" for line in lines).encode("utf-8"))            # Windows's: read
+    assert run_main(["train", "--task", task, "--dataset", path, "--pair", "en-de", "--tokenizer", "word",
+                     "--steps", "1", "--out", tmp_path / "run"])[0] == 0
+
+
+def test_a_header_of_many_columns_is_shown_cut_in_its_one_line(tmp_path):
+    """A file read as one row of hundreds of fields used to print every field, twice: the line
+    shows four, each at most 40 characters, and how many there are."""
+    path = tmp_path / "pairs.tsv"
+    path.write_text("\t".join(f"A rather long sentence number {i} of the header row." for i in range(300)) + "\n",
+                    encoding="utf-8")
+    status, _, err = run_main(["train", "--dataset", path, "--pair", "en-de", "--tokenizer", "word", "--steps", "1",
+                               "--out", tmp_path / "run"])
+    assert_clear_error(status, err, r"read as its header \['A rather long sentence number 0 of the …', "
+                                    r"'A rather long sentence number 1 of the …', 'A rather long sentence number 2 "
+                                    r"of the …', …\] \(300 in all\), and no pairs below it.* --columns "
+                                    r"en,de,column3,…,column300;")
+    assert len(err) < 700, err

@@ -41,7 +41,7 @@ from pathlib import Path
 from numpy_transformer.data.corpus import SPLIT_FRACTIONS, DataSplits, Pair
 from numpy_transformer.data.moses import is_prefix, prefix_label, read_parallel_files
 from numpy_transformer.data.official import local_splits, split_files
-from numpy_transformer.data.utf8 import check_utf8, read_lines
+from numpy_transformer.data.utf8 import check_line_ends, check_utf8, read_lines
 
 FORMATS = {".jsonl": ("json", {}), ".json": ("json", {}), ".csv": ("csv", {"delimiter": ","}),
            ".tsv": ("csv", {"delimiter": "\t"}), ".parquet": ("parquet", {})}
@@ -114,7 +114,7 @@ def table_rows(table, languages, where, hint=""):
     if source in table.column_names and target in table.column_names:
         return list(zip(table[source], table[target]))
     raise ValueError(f"{where}: expected a 'translation' column holding {{{source!r}, {target!r}}} or two "
-                     f"columns {source!r} and {target!r}; found columns {table.column_names}" +
+                     f"columns {source!r} and {target!r}; found columns {shown(table.column_names)}" +
                      (f". {hint}" if hint else ""))
 
 
@@ -123,14 +123,23 @@ def renamed(table, columns, where):
     a ValueError naming `where` and the columns it has when one is missing."""
     missing = [name for name in columns if name not in table.column_names]
     if missing:
-        raise ValueError(f"{where} has no column {missing[0]!r} (--columns): its columns are {table.column_names}")
+        raise ValueError(f"{where} has no column {missing[0]!r} (--columns): its columns are {shown(table.column_names)}")
     return table.select_columns(list(columns)).rename_columns(columns)
+
+
+def shown(values, most=4, width=40):
+    """A list of names or fields for a one-line message: at most `most`, each cut at `width`
+    characters, and how many more (a file read as one row can have thousands)."""
+    cut = [value if len(value) <= width else value[:width - 1] + "…" for value in map(str, values[:most])]
+    return f"{cut}" if len(values) <= most else f"{cut[:-1] + ['…']} ({len(values):,} in all)".replace("'…'", "…")
 
 
 def header_hint(found, languages):
     """What to do when the first row of a CSV/TSV file, read as its header (`found`), does not
     name the languages: name the columns of a file without a header, or map a header's names."""
     in_order = [*languages, *(f"column{k}" for k in range(len(languages) + 1, len(found) + 1))]
+    if len(in_order) > 6:
+        in_order = [*in_order[:3], "…", in_order[-1]]
     return (f"The first row was read as the header: if the file has no header, name its columns in order with "
             f"--columns {','.join(in_order)}; if it has one, map its names with {mapping_flag(found, languages)}")
 
@@ -220,11 +229,11 @@ def read_delimited(path, delimiter, languages=("en", "it"), columns=None):
         names, where = columns, f"--columns {','.join(columns)} names"
         if len(records[0][1]) != len(columns):
             raise ValueError(f"{path}: --columns {','.join(columns)} names {len(columns)} columns, but the first row "
-                             f"has {len(records[0][1])} fields ({records[0][1]!r}); name every column in order")
+                             f"has {len(records[0][1])} fields ({shown(records[0][1])}); name every column in order")
     else:
         (_, names), records, where = records[0], records[1:], "its header (first row) names"
         if not records:
-            raise ValueError(f"{path}: the file has one row, read as its header {names}, and no pairs below it" +
+            raise ValueError(f"{path}: the file has one row, read as its header {shown(names)}, and no pairs below it" +
                              (f". {header_hint(names, languages)}" if columns is None else ""))
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
@@ -255,7 +264,9 @@ def _csv_records(path):
     module (strict RFC 4180 quoting) from its lines cut at "\\n" only (a "\\r\\n" ends a record,
     and stays in a quoted field as written)."""
     with open(path, encoding="utf-8-sig", newline="") as file:
-        lines = [line + "\n" for line in file.read().split("\n")]
+        text = file.read()
+    check_line_ends(path, text)
+    lines = [line + "\n" for line in text.split("\n")]
     if lines[-1] == "\n":
         lines.pop()                     # the end of the last line, not a line
     reader = csv.reader(lines, strict=True)
