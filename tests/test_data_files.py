@@ -139,3 +139,23 @@ def test_a_file_of_too_few_distinct_sentences_says_so_and_not_that_its_many_pair
     (line,) = err.strip().splitlines()
     assert status == 1 and said in line and str(path) in line, line
     assert not (tmp_path / "run").exists()
+
+
+def test_a_file_that_is_not_json_lines_is_one_line_on_standard_error_and_no_log_line_of_datasets(tmp_path):
+    """`datasets` logs its own "Failed to load JSON from file …" before raising; the command's
+    line says the same, so the log line is silenced and standard error holds one line (a real
+    process: a handler of the logging module writes to the standard error of its creation)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(f'{{"en": "Hello {i}.", "it": "Ciao {i}."}}\n' for i in range(50)) + "{oops\n",
+                    encoding="utf-8")
+    code = "import sys; from numpy_transformer.cli import main; sys.exit(main(sys.argv[1:]))"
+    result = subprocess.run([sys.executable, "-c", code, "train", "--dataset", str(path), "--out", str(tmp_path / "run"),
+                             "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True,
+                            encoding="utf-8", timeout=300)
+    (line,) = result.stderr.splitlines()
+    assert result.returncode == 1 and line.startswith(f"numpy-transformer train: error: {path}: cannot read it as "
+                                                      f"JSON (ArrowInvalid: JSON parse error"), result.stderr
+    assert not (tmp_path / "run").exists()

@@ -203,11 +203,15 @@ def _read(path, cache_dir, languages, columns):
         return read_delimited(path, options["delimiter"], languages, columns)
     import datasets
 
+    verbosity = datasets.logging.get_verbosity()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # its "Failed to load JSON …": the one line below says it
     try:
         return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir), None
     except Exception as error:  # datasets and pyarrow raise many types; each means "cannot parse"
         reason = error.__cause__ or error
         raise ValueError(f"{path}: cannot read it as {builder.upper()} ({type(reason).__name__}: {reason})") from None
+    finally:
+        datasets.logging.set_verbosity(verbosity)
 
 
 def read_delimited(path, delimiter, languages=("en", "it"), columns=None):
