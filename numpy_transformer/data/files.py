@@ -130,8 +130,10 @@ def renamed(table, columns, where):
 def shown(values, most=4, width=40):
     """A list of names or fields for a one-line message: at most `most`, each cut at `width`
     characters, and how many more (a file read as one row can have thousands)."""
-    cut = [value if len(value) <= width else value[:width - 1] + "…" for value in map(str, values[:most])]
-    return f"{cut}" if len(values) <= most else f"{cut[:-1] + ['…']} ({len(values):,} in all)".replace("'…'", "…")
+    cut = [repr(value if len(value) <= width else value[:width - 1] + "…") for value in map(str, values[:most])]
+    if len(values) <= most:
+        return f"[{', '.join(cut)}]"
+    return f"[{', '.join(cut[:most - 1])}, …] ({len(values):,} in all)"
 
 
 def header_hint(found, languages):
