@@ -19,7 +19,7 @@ from numpy_transformer.cli.train import processes_note
 from numpy_transformer.training import cores
 from numpy_transformer.training import mpi
 from numpy_transformer.training.checkpoint import load_checkpoint
-from run_helpers import assert_same_weights, run_main, usable_cores, weights
+from run_helpers import assert_same_weights, run_main, weights
 
 try:
     import mpi4py  # noqa: F401
@@ -429,7 +429,7 @@ def _ended(pid, seconds=5.0):
 
 @pytest.fixture
 def _needs_two_cores():
-    if usable_cores() < 2:
+    if cores.usable_cores() < 2:
         pytest.skip("two MPI ranks need two processors")
 
 

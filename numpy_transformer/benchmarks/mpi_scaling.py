@@ -194,8 +194,9 @@ def run(config_names, steps=10, repeats=7, bandwidth_gbit=10.0, latency_us=50.0,
     from numpy_transformer.benchmarks.scaling import measured_step, print_parts  # noqa: F401 (print_parts: in_child)
     from numpy_transformer.benchmarks.train_step import in_child
     from numpy_transformer.inference import with_progress
+    from numpy_transformer.training.cores import usable_cores
 
-    cores, network = os.cpu_count() or 1, (latency_us * 1e-6, bandwidth_gbit * 1e9 / 8)
+    cores, network = usable_cores(), (latency_us * 1e-6, bandwidth_gbit * 1e9 / 8)   # rank 0's, as its sum uses
     results = []
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         parts = json.loads(in_child("numpy_transformer.benchmarks.scaling", "print_parts", name, repeats))

@@ -56,7 +56,8 @@ def _processors(quota, period):
 
 
 def describe_cores():
-    """"N processors" or "N of the machine's M processors (…)", for a refusal of --threads."""
+    """What a refusal of --threads says of the processors: the machine's count, or the count
+    this process may use and the machine's where they differ."""
     cores, machine = usable_cores(), os.cpu_count() or 1
     if cores == machine:
         return f"this machine has {machine} processors"
