@@ -6,14 +6,8 @@ import sys
 
 import pytest
 
+from cgroup_helpers import HYBRID, V2_HOST, mount, real_group, write_files
 from numpy_transformer.training import cores
-
-
-def _files(tmp_path, files):
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    return tmp_path
 
 
 @pytest.mark.parametrize("files, quota", [
@@ -32,19 +26,7 @@ def test_where_proc_cannot_tell_the_top_of_sys_fs_cgroup_is_read(tmp_path, files
     """No /proc (a container that hides it, another system): the quota of v2's or v1's top group,
     which is a container's own, or None where unset or unreadable."""
     files = {f"sys/fs/cgroup/{name}": text for name, text in files.items()}
-    assert cores.cgroup_cpu_quota(_files(tmp_path, files)) == quota
-
-
-def _mount(mount_id, root, mount_point, kind, options):
-    """One line of /proc/self/mountinfo, as the kernel writes it."""
-    return f"{mount_id} 23 0:{mount_id} {root} {mount_point} rw,nosuid,nodev,noexec,relatime shared:9 - {kind} {kind} {options}\n"
-
-
-V2_HOST = _mount(30, "/", "/sys/fs/cgroup", "cgroup2", "rw,nsdelegate,memory_recursiveprot")
-HYBRID = (_mount(31, "/", "/sys/fs/cgroup", "tmpfs", "ro,mode=755")
-          + _mount(32, "/", "/sys/fs/cgroup/unified", "cgroup2", "rw")
-          + _mount(33, "/", "/sys/fs/cgroup/cpu,cpuacct", "cgroup", "rw,cpu,cpuacct")
-          + _mount(34, "/", "/sys/fs/cgroup/memory", "cgroup", "rw,memory"))
+    assert cores.cgroup_cpu_quota(write_files(tmp_path, files)) == quota
 
 
 @pytest.mark.parametrize("cgroup, mountinfo, files, quota", [
@@ -71,21 +53,21 @@ HYBRID = (_mount(31, "/", "/sys/fs/cgroup", "tmpfs", "ro,mode=755")
       "sys/fs/cgroup/memory/user.slice/cpu.cfs_quota_us": "1000\n"}, 1.5),
     # docker on cgroup v1 without a cgroup namespace: /proc names the host's path, the mount shows
     # the container's own group as its top
-    ("4:cpu,cpuacct:/docker/abc\n", _mount(33, "/docker/abc", "/sys/fs/cgroup/cpu,cpuacct", "cgroup", "rw,cpu,cpuacct"),
+    ("4:cpu,cpuacct:/docker/abc\n", mount(33, "/docker/abc", "/sys/fs/cgroup/cpu,cpuacct", "cgroup", "rw,cpu,cpuacct"),
      {"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "200000\n", "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n"},
      2.0),
     # a group whose path only starts with the mount's top as text is not below it: the top is read
-    ("4:cpu,cpuacct:/docker/abcdef\n", _mount(33, "/docker/abc", "/sys/fs/cgroup/cpu,cpuacct", "cgroup", "rw,cpu,cpuacct"),
+    ("4:cpu,cpuacct:/docker/abcdef\n", mount(33, "/docker/abc", "/sys/fs/cgroup/cpu,cpuacct", "cgroup", "rw,cpu,cpuacct"),
      {"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "200000\n", "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n",
       "sys/fs/cgroup/cpu,cpuacct/def/cpu.cfs_quota_us": "50000\n", "sys/fs/cgroup/cpu,cpuacct/def/cpu.cfs_period_us": "100000\n"},
      2.0),
     # a mount point with a space, written \040 by the kernel
-    ("0::/run.service\n", _mount(30, "/", "/mnt/cgroup\\040two", "cgroup2", "rw"),
+    ("0::/run.service\n", mount(30, "/", "/mnt/cgroup\\040two", "cgroup2", "rw"),
      {"mnt/cgroup two/run.service/cpu.max": "100000 100000\n"}, 1.0),
     # the group gone (the process moved while reading), broken lines: nothing read, no error
     ("0::/gone.service\nnonsense\n", V2_HOST + "broken line\n", {}, None),
     # no hierarchy holds the cpu controller
-    ("5:memory:/x\n", _mount(34, "/", "/sys/fs/cgroup/memory", "cgroup", "rw,memory"),
+    ("5:memory:/x\n", mount(34, "/", "/sys/fs/cgroup/memory", "cgroup", "rw,memory"),
      {"sys/fs/cgroup/memory/x/cpu.cfs_quota_us": "1000\n", "sys/fs/cgroup/memory/x/cpu.cfs_period_us": "100000\n"}, None),
 ])
 def test_the_quota_is_the_least_of_the_process_group_and_the_groups_above_it(tmp_path, cgroup, mountinfo, files,
@@ -94,7 +76,7 @@ def test_the_quota_is_the_least_of_the_process_group_and_the_groups_above_it(tmp
     and every group above it up to the mount's top: what a systemd unit, a Slurm job step or a
     nested container is limited by, where the top of /sys/fs/cgroup holds no quota."""
     files = {"proc/self/cgroup": cgroup, "proc/self/mountinfo": mountinfo, **files}
-    assert cores.cgroup_cpu_quota(_files(tmp_path, files)) == quota
+    assert cores.cgroup_cpu_quota(write_files(tmp_path, files)) == quota
 
 
 @pytest.mark.parametrize("machine, affinity, quota, usable", [
@@ -135,19 +117,6 @@ def test_threads_beyond_the_cpu_set_are_refused_in_one_line_that_names_both_coun
     assert result.stdout.strip() == "1", result.stderr
 
 
-def _writable_cpu_hierarchy():
-    """(version, the top folder of a mounted hierarchy with the cpu controller where this process
-    may create groups), or None."""
-    for version, _, top in cores.cgroup_folders() or []:
-        if version == "v2":
-            controllers = top / "cgroup.controllers"
-            if not controllers.exists() or "cpu" not in controllers.read_text(encoding="ascii").split():
-                continue
-        if os.access(top, os.W_OK):
-            return version, top
-    return None
-
-
 @pytest.mark.cgroup
 def test_a_real_quota_on_the_group_above_the_process_limits_its_threads(tmp_path):
     """A real control group with a quota of one processor and, inside it, a group without one
@@ -155,29 +124,11 @@ def test_a_real_quota_on_the_group_above_the_process_limits_its_threads(tmp_path
     the child may use 1 processor and is refused `--threads 2` in one line. Creates the groups
     under the cpu hierarchy's top and removes them (root only: `pytest -m cgroup`, which
     .ci/run runs; NUMPY_TRANSFORMER_REQUIRE_CGROUP=1 turns the skip into a failure)."""
-    found = _writable_cpu_hierarchy()
-    if found is None:
-        if os.environ.get("NUMPY_TRANSFORMER_REQUIRE_CGROUP") == "1":
-            pytest.fail("no cgroup hierarchy with the cpu controller where this process may create groups")
-        pytest.skip("needs a cgroup hierarchy with the cpu controller where this process may create groups (root)")
-    version, top = found
-    outer = top / f"numpy-transformer-test-{os.getpid()}"
-    inner = outer / "run"
-    try:
-        if version == "v2":
-            subtree = top / "cgroup.subtree_control"
-            if "cpu" not in subtree.read_text(encoding="ascii").split():
-                subtree.write_text("+cpu", encoding="ascii")
-            outer.mkdir()
-            (outer / "cpu.max").write_text("100000 100000", encoding="ascii")
-        else:
-            outer.mkdir()
-            (outer / "cpu.cfs_period_us").write_text("100000", encoding="ascii")
-            (outer / "cpu.cfs_quota_us").write_text("100000", encoding="ascii")
-        inner.mkdir()
+    limits = {"v2": {"cpu.max": "100000 100000"}, "v1": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "100000"}}
+    with real_group("cpu", limits) as procs:
         code = ("import sys; from numpy_transformer.training import cores; print(cores.usable_cores(), cores.cgroup_cpu_quota()); "
                 "from numpy_transformer.cli import main; sys.exit(main(sys.argv[1:]))")
-        result = subprocess.run(["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(inner / "cgroup.procs"),
+        result = subprocess.run(["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs),
                                  sys.executable, "-c", code, "train", "--threads", "2", "--out", str(tmp_path / "run")],
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 2, result.stderr
@@ -185,7 +136,3 @@ def test_a_real_quota_on_the_group_above_the_process_limits_its_threads(tmp_path
         (line,) = [line for line in result.stderr.splitlines() if "--threads" in line and "error" in line]
         assert f"this process may use 1 of the machine's {os.cpu_count()} processors" in line or os.cpu_count() == 1, line
         assert not (tmp_path / "run").exists()
-    finally:
-        for group in (inner, outer):
-            if group.exists():
-                group.rmdir()

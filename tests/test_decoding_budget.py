@@ -34,6 +34,7 @@ def test_the_memory_available_now_is_known_and_at_most_the_machines():
 
 def test_check_fits_compares_with_what_is_free_not_the_total(monkeypatch):
     monkeypatch.setattr(memory_budget, "machine_memory", lambda: 64 * GiB)
+    monkeypatch.setattr(memory_budget, "memory_limit", lambda: None)           # no container's limit
     monkeypatch.setattr(memory_budget, "available_memory", lambda: 512 * MiB)
     check_fits(500 * MiB, "the work", "do less")
     with pytest.raises(ValueError, match=r"^the work would need 1\.0 GiB, more than this machine's 0\.5 GiB free now "
@@ -47,6 +48,7 @@ def test_check_fits_compares_with_what_is_free_not_the_total(monkeypatch):
 
 def test_a_beam_that_does_not_fit_in_the_free_memory_is_refused_in_one_line(run, monkeypatch):
     monkeypatch.setattr(memory_budget, "machine_memory", lambda: 64 * GiB)
+    monkeypatch.setattr(memory_budget, "memory_limit", lambda: None)
     monkeypatch.setattr(memory_budget, "available_memory", lambda: 64 * MiB)   # a busy machine
     status, out, err = run_main(["translate", "--checkpoint", run, "--beam", "10000", "the cat sleeps ."])
     line = err.strip().splitlines()[-1]

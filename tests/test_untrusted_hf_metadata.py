@@ -191,6 +191,7 @@ def test_each_bad_field_of_a_bert_config_is_one_line_naming_it(bert, field, valu
     from numpy_transformer import memory_budget
 
     monkeypatch.setattr(memory_budget, "machine_memory", lambda: 2 ** 30)        # the same verdict on every machine
+    monkeypatch.setattr(memory_budget, "memory_limit", lambda: None)
     edit_json(bert / "config.json", lambda config: config.update({field: value, "hidden_size": 2 ** 13}
                                                                   if field == "vocab_size" else {field: value}))
     assert_one_line(fill_mask(bert), "config.json: ", message)
