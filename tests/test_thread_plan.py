@@ -1,7 +1,7 @@
 """numpy_transformer/training/thread_plan.py: how `train --threads N` shares a step, measured
 on this machine for the model at hand, kept in a cache, never changing what the run computes."""
-import dataclasses
 import json
+import os
 
 import numpy as np
 import pytest
@@ -167,11 +167,65 @@ def test_a_run_started_on_a_busy_machine_trains_on_one_core_as_threads_1_bit_for
 def test_the_machine_is_busy_when_the_load_exceeds_half_the_cores_and_one(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(thread_plan.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(thread_plan.os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
     monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (2.4, 0.0, 0.0))
     assert thread_plan.machine_busy() == 0.0
     monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (2.6, 0.0, 0.0))
     assert thread_plan.machine_busy() == 2.6
 
+
+
+class Stat:
+    """/proc/stat as read twice, `machine_busy`'s before and after."""
+
+    def __init__(self, *texts):
+        self.texts = list(texts)
+
+    def read_text(self, encoding):
+        return self.texts.pop(0)
+
+
+def stat_lines(ticks):
+    """/proc/stat's processor lines for {processor: (user, idle, iowait, steal)} in clock ticks."""
+    lines = [f"cpu  {sum(t[0] for t in ticks.values())} 0 0 0 0 0 0 0 0 0"]
+    lines += [f"cpu{cpu} {user} 0 0 {idle} {iowait} 0 0 {steal} 0 0" for cpu, (user, idle, iowait, steal) in ticks.items()]
+    return "\n".join(lines + ["intr 5 0 0", "ctxt 10", "procs_running 3"]) + "\n"
+
+
+@pytest.mark.parametrize("after, busy", [
+    ({5: (100, 100, 0, 0), 6: (100, 100, 0, 0)}, 0.0),             # the set idle, the node's load 40
+    ({5: (200, 0, 0, 0), 6: (200, 0, 0, 0)}, 2.0),                  # both taken by other work
+    ({5: (200, 0, 0, 0), 6: (100, 100, 0, 0)}, 1.0),                # one of two: busy, as a load of 2 on 2 cores
+    ({5: (140, 60, 0, 0), 6: (100, 100, 0, 0)}, 0.0),               # 0.4 of a processor: not busy
+    ({5: (100, 0, 100, 0), 6: (100, 0, 0, 100)}, 1.0),              # waiting for a disk is idle; the hypervisor's time busy
+])
+def test_on_a_cpu_set_smaller_than_the_machine_its_own_processors_are_watched_not_the_load(monkeypatch, after, busy):
+    """A Slurm allocation of processors 5 and 6 on a 64-processor node that other jobs keep at a
+    load of 40: the load average says the machine is busy, the two processors may be idle. Their
+    busy time over the sample decides."""
+    monkeypatch.undo()
+    monkeypatch.setattr(thread_plan.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(thread_plan.os, "sched_getaffinity", lambda pid: {5, 6}, raising=False)
+    monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (40.0, 40.0, 40.0))
+    before = {cpu: (100, 0, 0, 0) for cpu in range(64)}
+    stat = Stat(stat_lines(before), stat_lines({**before, **after}))
+    assert thread_plan.machine_busy(sample_seconds=0, stat=stat) == pytest.approx(busy)
+
+
+def test_where_proc_stat_cannot_tell_the_load_average_decides(monkeypatch):
+    monkeypatch.undo()
+    monkeypatch.setattr(thread_plan.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(thread_plan.os, "sched_getaffinity", lambda pid: {5, 6}, raising=False)
+    monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (40.0, 40.0, 40.0))
+    assert thread_plan.machine_busy(sample_seconds=0, stat=Stat("cpu5 1 2 x\n", "cpu5 1 2 x\n")) == 40.0
+    assert thread_plan.machine_busy(sample_seconds=0, stat=Stat("", "")) == 40.0         # no processor lines
+
+
+def test_the_busy_time_of_real_processors_is_between_none_and_all():
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if not os.path.exists("/proc/stat") or not cpus:
+        pytest.skip("no /proc/stat or CPU set here")
+    assert 0.0 <= thread_plan.busy_processors(cpus, 0.05) <= len(cpus) + 1e-9
 
 @needs_fork
 def test_measuring_leaves_the_weights_the_gradients_and_the_dropout_draws_as_they_were():

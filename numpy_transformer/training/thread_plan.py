@@ -17,7 +17,8 @@ models, about 1.2 times PyTorch's peak memory on two processes: docs/performance
 The answer is kept in the user's cache folder (`cache_path`), under a key of the CPU, its
 cores, N, the versions of Python, NumPy and BLAS (with its kernels) and the model's and the
 batch's shapes, so the next run of that model on that machine reads it instead of measuring.
-While other work keeps the cores busy (`machine_busy`) as the run starts, nothing is measured or
+While other work keeps the cores busy (`machine_busy`: the load average, or, for a CPU set smaller
+than the machine, its own processors' busy time) as the run starts, nothing is measured or
 read: such a measurement times that work, not the machine, and three steps of it chose one way
 or the other at random; and both ways, measured or not, lose to one core (processes that wait for each other at every step, BLAS threads
 that spin), so the run takes one core (`busy_plan`: "one", the numbers of `--threads 1`) and the
@@ -55,6 +56,7 @@ SPLITS = ("auto", "batch", "blas")
 STEPS = 3                         # timed steps each way (after one untimed step each)
 MARGIN = 0.05                     # the batch is split if the step takes less than 1 − MARGIN of the time
 SAMPLE = 1 << 22                  # entries of the scratch parameters `update_seconds` times (64 MB with Adam's moments)
+SAMPLE_SECONDS = 0.25            # how long `machine_busy` watches the processors of a CPU set smaller than the machine
 CACHE_FILE = "thread-plans.json"
 
 
@@ -183,14 +185,64 @@ def update_seconds(size, threads, sample=SAMPLE):
     return min(times[1:]) * size / (len(parts) * parts[0].size)
 
 
-def machine_busy():
-    """The 1-minute load average if it says other work keeps more than half the cores busy
-    (above cores / 2 + 0.5, this process counting for one), else 0.0 (also where there is none)."""
+def machine_busy(sample_seconds=SAMPLE_SECONDS, stat=Path("/proc/stat")):
+    """How much other work keeps this process's cores busy, in processors' worth, if it is more
+    than half of them (else 0.0, also where nothing says):
+
+    - where the process may use every processor of the machine, the 1-minute load average, busy
+      above cores / 2 + 0.5 (this process counting for one);
+    - where its CPU set is smaller (`taskset`, a Slurm or PBS allocation on a cluster node,
+      `docker run --cpuset-cpus`), the machine's load says nothing of its processors: a node
+      that other jobs keep busy may leave them idle. Their busy time is read from `stat` (Linux's
+      /proc/stat) over `sample_seconds` while this process sleeps, busy above cores / 2 − 0.5
+      (and above 0.5)."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    machine = os.cpu_count() or 1
+    if allowed and len(allowed) < machine:
+        busy = busy_processors(allowed, sample_seconds, stat)
+        if busy is not None:
+            return busy if busy > max(len(allowed) / 2 - 0.5, 0.5) else 0.0
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
         return 0.0
-    return load if load > (os.cpu_count() or 1) / 2 + 0.5 else 0.0
+    return load if load > machine / 2 + 0.5 else 0.0
+
+
+def busy_processors(cpus, seconds, stat=Path("/proc/stat")):
+    """The processors' worth of time the processors `cpus` (their numbers) spent busy (neither
+    idle nor waiting for a disk; time the hypervisor took counts as busy) over `seconds`, read
+    from `stat` (/proc/stat) before and after, or None where it cannot be read."""
+    before = _cpu_times(stat)
+    time.sleep(seconds)
+    after = _cpu_times(stat)
+    if before is None or after is None or any(cpu not in before or cpu not in after for cpu in cpus):
+        return None
+    busy = 0.0
+    for cpu in cpus:
+        (total_0, idle_0), (total_1, idle_1) = before[cpu], after[cpu]
+        if total_1 > total_0:
+            busy += 1 - (idle_1 - idle_0) / (total_1 - total_0)
+    return busy
+
+
+def _cpu_times(stat):
+    """{processor: (its total time, its idle and disk-waiting time)} from /proc/stat's "cpuN"
+    lines (user nice system idle iowait irq softirq steal, in clock ticks), or None."""
+    try:
+        lines = stat.read_text(encoding="ascii").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    times = {}
+    for line in lines:
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and len(fields) >= 5:
+            try:
+                ticks = [int(field) for field in fields[:8]]
+            except ValueError:
+                return None
+            times[int(name[3:])] = (sum(ticks), ticks[3] + ticks[4])
+    return times
 
 
 def machine_key(model, batch, processes):
