@@ -281,3 +281,23 @@ def test_bench_scaling_measures_the_parts_and_predicts_on_the_tiny_configuration
     assert result["rows"] == 4 and result["step_1_ms"] > 0 and result["measured_2_ms"] > 0
     assert result["predicted_ms"]["2"] > 0 and result["predicted_ms"]["8"] is None      # 4 rows: at most 4
     assert "tiny: " in out and "8 processes: more processes than rows" in out
+
+
+def test_the_machine_line_names_the_cpu_its_share_the_blas_kernels_and_the_versions():
+    """What every `bench` command prints first (benchmarks/machine.py): a figure copied from its
+    output keeps the machine that measured it, and the share of it this process was given."""
+    from numpy_transformer.benchmarks.machine import describe_machine, machine_record
+
+    record = {"cpu": "AMD EPYC 7B13", "processors": 64, "usable_processors": 2, "memory_bytes": 256 << 30,
+              "memory_limit_bytes": 4 << 30, "numpy": "2.4.6", "python": "3.11.7", "torch": None,
+              "blas": [{"library": "openblas", "version": "0.3.31", "kernels": "Haswell", "threads": 1, "of": "numpy"},
+                       {"library": "openblas", "version": "0.3.30", "kernels": "Zen", "threads": 2, "of": "scipy"}]}
+    assert describe_machine(record) == (
+        "Machine: AMD EPYC 7B13, 64 processors, this process may use 2, 256.0 GiB, a limit of 4.0 GiB; "
+        "NumPy's OpenBLAS 0.3.31 (Haswell kernels, 1 thread); SciPy's OpenBLAS 0.3.30 (Zen kernels, 2 threads); "
+        "NumPy 2.4.6; Python 3.11.7")
+    record.update(usable_processors=64, memory_limit_bytes=None, torch="2.13.0", blas=[])
+    assert describe_machine(record) == "Machine: AMD EPYC 7B13, 64 processors, 256.0 GiB; NumPy 2.4.6; Python 3.11.7; PyTorch 2.13.0"
+    real = machine_record()
+    assert real["processors"] >= real["usable_processors"] >= 1 and real["numpy"] == np.__version__
+    assert describe_machine(real).startswith(f"Machine: {real['cpu']}, {real['processors']} processors")

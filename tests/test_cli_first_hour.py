@@ -125,7 +125,10 @@ def test_the_long_benchmarks_draw_a_bar_on_a_terminal_and_print_the_same_lines(b
     terminal, log, quiet = three_ways(["bench", benchmark, *arguments])
     expected = "line 0\nline 1\n" + ('[{"number": 2}]\n' if "--json" in arguments else "")
     assert terminal[0] == log[0] == quiet[0] == 0
-    assert terminal[1] == log[1] == quiet[1] == expected
+    assert terminal[1] == log[1] == quiet[1]
+    machine, rest = terminal[1].split("\n", 1)          # the machine that measured, then the figures
+    assert machine.startswith("Machine: ") and " processors" in machine and "NumPy " in machine, machine
+    assert rest == expected
     assert given[0] is not None and given[1] is None and given[2] is None
     assert has_bar(terminal[2], "config") and log[2] == "" and quiet[2] == ""
 

@@ -263,11 +263,12 @@ def bench_attention_command(args):
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"Figure 7: {draw_figure_7(out / 'figure7_patterns.png')}")
+    log = lines_beside(None)
+    log(f"Figure 7: {draw_figure_7(out / 'figure7_patterns.png')}")
     errors = plot_random_feature_errors(out / "random_feature_error.png")
     for (kind, scale), values in errors.items():
-        print(f"random features {kind}, N(0, {scale}²) entries: median errors {', '.join(f'{e:.3g}' for e in values)}")
-    run(args.max_n, out, log=lines_beside(None))
+        log(f"random features {kind}, N(0, {scale}²) entries: median errors {', '.join(f'{e:.3g}' for e in values)}")
+    run(args.max_n, out, log=log)
     return 0
 
 
@@ -307,7 +308,7 @@ def bench_sts_command(args):
     from numpy_transformer.benchmarks.sts import run
 
     results = run(args.model, args.data, args.blas_threads, args.batch_size, args.runs, args.reference,
-                  log=lambda line: print(line, flush=True))
+                  log=lines_beside(None))
     if args.json:
         print(json.dumps(results))
     return 0
@@ -363,14 +364,23 @@ def bench_complexity_command(args):
 
 
 def lines_beside(progress):
-    """The `log` of a benchmark: each line printed on standard output at once; while `progress`
-    (`common.progress_bars`) draws a bar on standard error, through tqdm.write, which lifts the
-    bar off the terminal for the line and draws it again below (standard output gets the same
-    bytes)."""
-    if progress is None:
-        return lambda line: print(line, flush=True)
+    """The `log` of a benchmark: each line printed on standard output at once, the first one
+    after the line naming the machine that measures (benchmarks/machine.py: printed with the
+    first figure, so that a command refused before it measures prints nothing there); while
+    `progress` (`common.progress_bars`) draws a bar on standard error, through tqdm.write, which
+    lifts the bar off the terminal for the line and draws it again below (standard output gets
+    the same bytes)."""
+    first = [True]
 
     def log(line):
+        if first:
+            from numpy_transformer.benchmarks.machine import describe_machine
+
+            first.clear()
+            log(describe_machine())
+        if progress is None:
+            print(line, flush=True)
+            return
         from tqdm import tqdm
 
         tqdm.write(line, file=sys.stdout)
