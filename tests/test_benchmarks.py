@@ -284,9 +284,9 @@ def test_bench_scaling_measures_the_parts_and_predicts_on_the_tiny_configuration
 
 
 def test_the_machine_line_names_the_cpu_its_share_the_blas_kernels_and_the_versions():
-    """What every `bench` command prints first (benchmarks/machine.py): a figure copied from its
+    """What every `bench` command prints first (training/machine.py): a figure copied from its
     output keeps the machine that measured it, and the share of it this process was given."""
-    from numpy_transformer.benchmarks.machine import describe_machine, machine_record
+    from numpy_transformer.training.machine import describe_machine, machine_record
 
     record = {"cpu": "AMD EPYC 7B13", "processors": 64, "usable_processors": 2, "memory_bytes": 256 << 30,
               "memory_limit_bytes": 4 << 30, "numpy": "2.4.6", "python": "3.11.7", "torch": None,

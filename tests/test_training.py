@@ -352,6 +352,8 @@ def test_metrics_give_the_final_evaluation_its_time_and_the_words_it_translated(
     assert status == 0, err
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert 0 <= metrics["evaluation_seconds"] <= metrics["total_seconds"] - metrics["train_seconds"] + 0.1
+    from numpy_transformer.training.machine import machine_record                # and the machine that took them
+    assert metrics["machine"] == json.loads(json.dumps(machine_record()))
     from numpy_transformer.training.evaluation import evaluate_split    # the same words, counted again
     from numpy_transformer.training.run import Run
     from numpy_transformer.training.checkpoint import load_checkpoint

@@ -365,7 +365,7 @@ def bench_complexity_command(args):
 
 def lines_beside(progress):
     """The `log` of a benchmark: each line printed on standard output at once, the first one
-    after the line naming the machine that measures (benchmarks/machine.py: printed with the
+    after the line naming the machine that measures (training/machine.py: printed with the
     first figure, so that a command refused before it measures prints nothing there); while
     `progress` (`common.progress_bars`) draws a bar on standard error, through tqdm.write, which
     lifts the bar off the terminal for the line and draws it again below (standard output gets
@@ -374,7 +374,7 @@ def lines_beside(progress):
 
     def log(line):
         if first:
-            from numpy_transformer.benchmarks.machine import describe_machine
+            from numpy_transformer.training.machine import describe_machine
 
             first.clear()
             log(describe_machine())

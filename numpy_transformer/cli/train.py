@@ -601,10 +601,13 @@ def language_model_scores(evaluation):
 
 
 def run_figures(run, result, total_seconds):
+    from numpy_transformer.training.machine import machine_record
+
     return {
         "loss": _finite(result.loss), "validation_loss": _finite(result.validation_loss),
         "steps": result.step, "epochs": round(run.trainer.epoch_progress, 3),
         "train_seconds": round(result.train_seconds, 1), "total_seconds": round(total_seconds, 1),
+        "machine": machine_record(),                          # the machine that took those seconds
         "parameters": run.parameters,
         "data": _config_dict(run.configs["data"]), "model": _config_dict(run.configs["model"]),
         "training": _config_dict(run.configs["training"]),

@@ -1,6 +1,7 @@
-"""The machine a benchmark measured, in one line: every `bench` command prints it first, so that a
-figure copied from its output keeps the CPU, the share of it this process had, the BLAS and
-its kernels, and the libraries' versions that made it.
+"""The machine that measures, in one line: every `bench` command prints it first, and `train`
+keeps its record in metrics.json (`machine`), so that a figure copied from either keeps the CPU,
+the share of it this process had, the BLAS and its kernels, and the libraries' versions that made
+it.
 
     Machine: Intel(R) Xeon(R) Processor, 2 processors, 23.5 GiB; NumPy's OpenBLAS 0.3.31.188.0
     (SkylakeX kernels, 1 thread); NumPy 2.4.6; Python 3.11.7; PyTorch 2.13.0+cpu
