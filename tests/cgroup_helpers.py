@@ -2,6 +2,8 @@
 writes them under a temporary folder, and real groups where the suite runs as root."""
 import contextlib
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -71,3 +73,10 @@ def real_group(controller, limits):
         for group in (inner, outer):
             if group.exists():
                 group.rmdir()
+
+
+def run_in_group(procs, code, *arguments, timeout=300):
+    """`python -c code *arguments` started inside the group whose `cgroup.procs` is `procs` (moved
+    there before Python starts), as a finished subprocess with its text output."""
+    return subprocess.run(["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), sys.executable, "-c", code,
+                           *map(str, arguments)], capture_output=True, text=True, timeout=timeout)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from cgroup_helpers import HYBRID, V2_HOST, mount, real_group, write_files
+from cgroup_helpers import HYBRID, V2_HOST, mount, real_group, run_in_group, write_files
 from numpy_transformer.training import cores
 
 
@@ -128,9 +128,7 @@ def test_a_real_quota_on_the_group_above_the_process_limits_its_threads(tmp_path
     with real_group("cpu", limits) as procs:
         code = ("import sys; from numpy_transformer.training import cores; print(cores.usable_cores(), cores.cgroup_cpu_quota()); "
                 "from numpy_transformer.cli import main; sys.exit(main(sys.argv[1:]))")
-        result = subprocess.run(["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs),
-                                 sys.executable, "-c", code, "train", "--threads", "2", "--out", str(tmp_path / "run")],
-                                capture_output=True, text=True, timeout=120)
+        result = run_in_group(procs, code, "train", "--threads", "2", "--out", tmp_path / "run")
         assert result.returncode == 2, result.stderr
         assert result.stdout.splitlines() == ["1 1.0"], result.stdout
         (line,) = [line for line in result.stderr.splitlines() if "--threads" in line and "error" in line]

@@ -2,12 +2,9 @@
 (`docker run --memory`, Slurm's `--mem`, a systemd unit's `MemoryMax`): what is free is what the
 limit leaves, and a model or a decoding that would pass it is refused in one line naming the
 limit, not killed by the kernel without a word (memory_budget.py, control_groups.py)."""
-import subprocess
-import sys
-
 import pytest
 
-from cgroup_helpers import HYBRID, V2_HOST, real_group, write_files
+from cgroup_helpers import HYBRID, V2_HOST, real_group, run_in_group, write_files
 from numpy_transformer import control_groups, memory_budget
 from numpy_transformer.memory_budget import check_fits
 
@@ -90,11 +87,9 @@ def test_a_real_memory_limit_refuses_a_model_that_would_pass_it_in_one_line(tmp_
         code = ("import sys; from numpy_transformer import memory_budget as m; "
                 "print(m.memory_limit(), m.available_memory() <= m.memory_limit()); "
                 "from numpy_transformer.cli import main; sys.exit(main(sys.argv[1:]))")
-        result = subprocess.run(["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), sys.executable, "-c", code,
-                                 "train", "--out", str(tmp_path / "run"), "--dataset", "builtin", "--tokenizer", "word",
-                                 "--d-model", "1024", "--n-heads", "8", "--d-ff", "4096", "--encoder-layers", "4",
-                                 "--decoder-layers", "4", "--steps", "1", "--quiet"],
-                                capture_output=True, text=True, timeout=300)
+        result = run_in_group(procs, code, "train", "--out", tmp_path / "run", "--dataset", "builtin", "--tokenizer",
+                              "word", "--d-model", "1024", "--n-heads", "8", "--d-ff", "4096", "--encoder-layers", "4",
+                              "--decoder-layers", "4", "--steps", "1", "--quiet")
     assert result.stdout.splitlines() == [f"{GiB} True"], (result.stdout, result.stderr)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     line = result.stderr.strip().splitlines()[-1]
