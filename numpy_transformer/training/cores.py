@@ -41,13 +41,12 @@ def cgroup_cpu_quota(filesystem=Path("/")):
 
 def _quota_in(version, folder):
     """The quota one group's folder sets, in processors, or None (none set, or unreadable)."""
+    if version == "v1":
+        quota, period = (control_groups.read_number(folder / f"cpu.cfs_{name}_us") for name in ("quota", "period"))
+        return None if quota is None or period is None or quota < 0 else _processors(quota, period)
     try:
-        if version == "v2":
-            quota, period = (folder / "cpu.max").read_text(encoding="ascii").split()[:2]
-            return None if quota == "max" else _processors(int(quota), int(period))
-        quota = int((folder / "cpu.cfs_quota_us").read_text(encoding="ascii"))
-        period = int((folder / "cpu.cfs_period_us").read_text(encoding="ascii"))
-        return None if quota < 0 else _processors(quota, period)
+        quota, period = (folder / "cpu.max").read_text(encoding="ascii").split()[:2]
+        return None if quota == "max" else _processors(int(quota), int(period))
     except (OSError, ValueError):
         return None
 
