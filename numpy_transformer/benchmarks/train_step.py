@@ -288,14 +288,24 @@ def worker_peak(model):
     return None if peak is None else (peak, status_kb("RssShmem") or 0)
 
 
-def restart_peak_memory():
+def restart_peak_memory(tries=20):
     """Restart the peak resident size from the current one (VmHWM := VmRSS, by writing 5 to
     /proc/self/clear_refs); False where it does not restart: no /proc, a kernel that refuses the
-    write, or one that accepts it and keeps the old peak. The new peak is the resident size at
-    the write, which another thread may lower before it is read (BLAS's, the update's, a collection
-    of garbage), so it is compared with the resident size read just before the write as well as
-    after; tried up to 5 times."""
-    for _ in range(5):
+    write, or one that accepts it and keeps the old peak.
+
+    Two things keep the restarted peak from equalling the resident size read around the write.
+    Another thread may change the resident size in between (BLAS's, the update's, a collection of
+    garbage, a library's own): so the peak is compared with the size read just before the write
+    and just after, and the restart is tried again, a millisecond apart, up to `tries` times. And
+    the kernel counts a process's pages per processor and may restart the peak from a quick sum of
+    those counters, above the exact size /proc prints by up to a batch of pages per processor
+    (`counter_slack_kb`), for as long as those batches stay unsettled: a peak within that of the
+    size counts as restarted. So a peak measured from here is exact to within that slack (256 KB
+    on 2 processors)."""
+    slack = counter_slack_kb()
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(0.001)
         before = status_kb("VmRSS")
         try:
             with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
@@ -305,9 +315,18 @@ def restart_peak_memory():
         peak, resident = status_kb("VmHWM"), status_kb("VmRSS")
         if None in (before, peak, resident):
             return False
-        if peak <= max(before, resident):
+        if peak <= max(before, resident) + slack:
             return True
     return False
+
+
+def counter_slack_kb():
+    """The kilobytes by which Linux's quick sum of a process's per-processor page counters may
+    stand above their exact sum: each processor keeps up to a batch of pages unsettled, the batch
+    being max(32, 2 × processors) pages (the kernel's `percpu_counter_batch`)."""
+    processors = os.cpu_count() or 1
+    page_kb = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) // 1024
+    return processors * max(32, 2 * processors) * page_kb
 
 
 def status_kb(field):
