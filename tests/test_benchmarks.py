@@ -94,7 +94,7 @@ def test_bench_train_step_on_the_tiny_configurations_ends_with_the_json_line():
         achieved = result["parameters"] * 40 / (result["numpy_phases_ms"][2] / 1e3)      # bytes per second
         assert 0 < result["numpy_update_bandwidth_fraction"] == \
             pytest.approx(achieved / (result["bandwidth_gb_s"] * 1e9), rel=0.01, abs=1e-3)
-    assert "Memory bandwidth: " in out and "of the copy bandwidth" in out
+    assert "Memory bandwidth: " in out and "of the in-place bandwidth" in out
     assert "gpt-tiny: a seconds-long decoder-only run" in out and "vocabulary 60" in out
 
 
