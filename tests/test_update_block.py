@@ -108,3 +108,15 @@ def test_train_and_the_benchmark_run_the_optimizer_in_the_chosen_blocks(monkeypa
         assert current() == 2 * BLOCK and asked == [max(p.data.size for p in model.parameters())]
     finally:
         set_update_block(previous)
+
+
+def test_the_key_is_the_same_in_a_process_that_loaded_another_blas():
+    """The passes are NumPy's loops: loading SciPy (and its own OpenBLAS) must not make a process
+    measure again, as it did while the key named the BLAS libraries loaded."""
+    import subprocess
+    import sys
+
+    code = "from numpy_transformer.training.update_block import machine_key; {}print(machine_key())"
+    keys = {subprocess.run([sys.executable, "-c", code.format(load)], capture_output=True, text=True,
+                           check=True).stdout.strip() for load in ("", "import scipy.linalg; ")}
+    assert len(keys) == 1

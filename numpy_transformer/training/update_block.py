@@ -13,8 +13,8 @@ block size; only the time moves.
 caches, as a model's are) at each size of `CANDIDATES`, in turn, `ROUNDS` times after an untimed
 round, on one thread, and takes the fastest median if it beats the default (`BLOCK`) by more than
 `MARGIN`. The answer is kept in the user's cache folder (`update-blocks.json` beside the thread
-plans), under a key of the CPU, its cores and the versions of Python, NumPy and BLAS, and for
-the rest of the process. Nothing is measured for parameters that all fit in one block (they go
+plans), under a key of the CPU, its cores and the versions of Python and NumPy, and for the
+rest of the process. Nothing is measured for parameters that all fit in one block (they go
 whole), nor while other work keeps the cores busy (`thread_plan.machine_busy`: the default then,
 not kept). A measurement costs about half a second and 128 MB, once per machine.
 """
@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_info
 
 from autograd import Tensor
 from autograd.engine_room import set_update_block, update_block
@@ -97,12 +96,11 @@ def measure(sizes=CANDIDATES, sample=SAMPLE, rounds=ROUNDS):
 
 
 def machine_key():
-    """A hash of the CPU, its cores and the versions of Python, NumPy and BLAS (with its kernels)."""
-    blas = sorted(json.dumps({key: info.get(key) for key in ("internal_api", "version", "architecture")},
-                             sort_keys=True)
-                  for info in threadpool_info() if info.get("user_api") == "blas")
+    """A hash of the CPU, its cores and the versions of Python and NumPy: what the passes' speed
+    depends on (they are NumPy's own loops, no BLAS; a key naming the BLAS libraries loaded would
+    differ between a process that imported SciPy and one that did not, and measure again)."""
     described = {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
-                 "numpy": np.__version__, "blas": blas}
+                 "numpy": np.__version__}
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:32]
 
 
