@@ -37,8 +37,7 @@ bytes (`UPDATE_BYTES`), which is also what PyTorch's `clip_grad_norm_` and fused
 an array read and written back in place (a 256 MB `np.add(a, 0, out=a)`, read and write
 counted, on as many threads as the step), and each result gives the fraction of it the
 clip-and-update phase achieved: parameters × 40 bytes / its time / that bandwidth. (A copy to
-another array is not that pattern: on an AMD EPYC it moved 25 GB/s on one thread where the
-in-place pass moved 50, and PyTorch's fused Adam came out at 166 % of it.)
+another array is another pattern, which some CPUs move at half that rate: docs/performance.md.)
 
 Dropout (0.1), label smoothing (0.1), the clip at norm 1.0 and Adam's betas (0.9, 0.98) and eps (1e-9) are the
 thesis's. PyTorch is imported only here and only when the benchmark runs: it is an optional
