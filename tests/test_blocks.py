@@ -1,4 +1,7 @@
 """autograd.engine_room.blocks: elementwise work a cache-sized block at a time, the same values as in one go."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -56,3 +59,21 @@ def test_sum_of_squares_is_numpys_float64_sum_bit_for_bit(shape, dtype):
 def test_sum_of_squares_of_a_view_that_is_not_contiguous_is_the_plain_sum():
     a = np.random.default_rng(0).standard_normal((3 * BLOCK, 2)).astype(np.float32)[:, 1]
     assert sum_of_squares(a) == float(np.sum(np.square(a, dtype=np.float64)))
+
+
+def test_sum_of_squares_keeps_no_reference_to_its_array():
+    """Once the sum is returned, nothing of it holds the array: with the cycle collector off, the
+    array is freed as soon as its last name goes. (A recursive closure over the array was a
+    reference cycle: each training step's gradients then stayed in memory until the collector
+    ran, a set of gradients more per step.)"""
+    a = np.ones(3 * BLOCK + 1, np.float32)
+    alive = weakref.ref(a)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert sum_of_squares(a) == 3 * BLOCK + 1
+        del a
+        assert alive() is None
+    finally:
+        if enabled:
+            gc.enable()

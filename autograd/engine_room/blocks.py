@@ -61,18 +61,22 @@ def sum_of_squares(array):
     flat = array.reshape(-1) if array.flags.c_contiguous else None
     if flat is None or flat.size <= BLOCK:
         return float(np.sum(np.square(array, dtype=np.float64)))
-    buffer = np.empty(BLOCK, np.float64)
+    return float(_pairwise_sum_of_squares(flat, 0, flat.size, np.empty(BLOCK, np.float64)))
 
-    def pairwise(start, n):
-        if n <= BLOCK:
-            squares = buffer[:n]
-            np.copyto(squares, flat[start:start + n])          # float64 squares of float32 are exact
-            np.square(squares, out=squares)
-            return np.sum(squares)
-        half = n // 2 - n // 2 % 8
-        return pairwise(start, half) + pairwise(start + half, n - half)
 
-    return float(pairwise(0, flat.size))
+def _pairwise_sum_of_squares(flat, start, n, buffer):
+    """Σ flat[start:start + n]² by NumPy's pairwise split, each part of at most BLOCK entries
+    squared in `buffer`. (A function of its own, not a closure over `flat`: a closure that calls
+    itself is a reference cycle, which would keep `flat`, a view of the gradient, alive until
+    Python's cycle collector runs: tests/test_blocks.py.)"""
+    if n <= BLOCK:
+        squares = buffer[:n]
+        np.copyto(squares, flat[start:start + n])              # float64 squares of float32 are exact
+        np.square(squares, out=squares)
+        return np.sum(squares)
+    half = n // 2 - n // 2 % 8
+    return (_pairwise_sum_of_squares(flat, start, half, buffer)
+            + _pairwise_sum_of_squares(flat, start + half, n - half, buffer))
 
 
 def balanced_shares(updates, n):
