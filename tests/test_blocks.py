@@ -56,6 +56,22 @@ def test_sum_of_squares_is_numpys_float64_sum_bit_for_bit(shape, dtype):
         assert sum_of_squares(a) == plain
 
 
+def test_sum_of_squares_and_the_blocks_at_another_block_size():
+    """The optimizer's passes may run blocks of another size (training/update_block.py): the
+    blocks still cover every entry once, none under half a block, and the sum of squares is the
+    same tree of sums, so the same float, at every size."""
+    a = np.random.default_rng(3).standard_normal(9 * BLOCK + 3).astype(np.float32)
+    sums = {block: sum_of_squares(a, block) for block in (1024, BLOCK, 2 * BLOCK, 4 * BLOCK, 16 * BLOCK)}
+    if tuple(int(part) for part in np.__version__.split(".")[:2]) < (2, 3):
+        assert max(sums.values()) == pytest.approx(min(sums.values()), rel=1e-14)   # another order: above
+    else:
+        assert len(set(sums.values())) == 1
+    for block in (1024, 4 * BLOCK):
+        parts = [p for p, in blocks(a, block=block)]
+        assert np.array_equal(np.concatenate(parts), a) and len(parts) == -(-a.size // block)
+        assert min(len(p) for p in parts) >= block // 2
+
+
 def test_sum_of_squares_of_a_view_that_is_not_contiguous_is_the_plain_sum():
     a = np.random.default_rng(0).standard_normal((3 * BLOCK, 2)).astype(np.float32)[:, 1]
     assert sum_of_squares(a) == float(np.sum(np.square(a, dtype=np.float64)))

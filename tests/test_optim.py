@@ -8,7 +8,8 @@ import pytest
 
 import autograd
 from autograd import Tensor
-from autograd.engine_room.blocks import BLOCK
+from autograd.engine_room.blocks import BLOCK, set_update_block, update_block
+from autograd.engine_room.fused_clip import grad_norm_in_blocks
 from autograd.engine_room.fused_adam import SharedUpdates, balanced_shares, share_updates
 from autograd.optim import SGD, Adam, AdamW, clip_grad_norm, warmup_schedule
 
@@ -494,6 +495,43 @@ def test_the_engine_room_update_is_the_plain_update_bit_for_bit(name, dtype):
     for bit, in float32 and float64."""
     assert_bit_for_bit(train(OPTIMIZERS[name], 1, plain=True, dtype=dtype),
                        train(OPTIMIZERS[name], 2, dtype=dtype))
+
+
+@pytest.mark.parametrize("block", [1024, 4 * BLOCK])
+def test_the_update_and_the_norm_do_not_depend_on_the_block_size(block):
+    """The block size a machine measures fastest (numpy_transformer/training/update_block.py)
+    moves the time only: Adam's update and the clip's norm in blocks of `block` entries are the
+    plain form's bit for bit, as at the default size."""
+    previous = update_block()
+    try:
+        set_update_block(block)
+        assert_bit_for_bit(train(OPTIMIZERS["adam"], 1, plain=True), train(OPTIMIZERS["adam"], 2))
+        size = 9 * BLOCK + 3                                    # 3 blocks of 4 · BLOCK, 577 of 1,024
+        runs = []
+        for plain in (True, False):
+            p = parameter(size, dtype=np.float32, seed=1)
+            optimizer = Adam([("p", p)], lr=0.01, weight_decay=0.1)
+            for step in range(3):
+                p.grad = np.random.default_rng(step).standard_normal(size).astype(np.float32)
+                with autograd.plain() if plain else contextlib.nullcontext():
+                    optimizer.step()
+            runs.append(([p.data], optimizer.state_dict()))
+        assert_bit_for_bit(*runs)
+        grads = [np.random.default_rng(i).standard_normal(n).astype(np.float32) for i, n in enumerate((3 * block + 17, size))]
+        plain = math.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in grads))
+        if tuple(int(part) for part in np.__version__.split(".")[:2]) < (2, 3):
+            assert grad_norm_in_blocks(grads) == pytest.approx(plain, rel=1e-14)   # tests/test_blocks.py: why
+        else:
+            assert grad_norm_in_blocks(grads) == plain
+    finally:
+        set_update_block(previous)
+    assert update_block() == previous
+
+
+@pytest.mark.parametrize("size", [0, 1023, 2.5, True, "65536"])
+def test_an_update_block_that_is_not_an_int_of_at_least_1024_is_refused(size):
+    with pytest.raises(ValueError, match="at least 1024"):
+        set_update_block(size)
 
 
 @pytest.mark.parametrize("plain", [False, True])

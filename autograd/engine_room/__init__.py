@@ -15,6 +15,8 @@ _PUBLIC = {
     "share_updates": "fused_adam",        # an optimizer whose step is dealt between threads
     "SharedUpdates": "fused_adam",
     "balanced_shares": "blocks",          # arrays dealt into n shares of about equal size
+    "set_update_block": "blocks",         # the block size of the optimizer's passes (measured per machine)
+    "update_block": "blocks",
     "softmax_array": "fused_softmax",     # softmax and log-softmax of plain arrays (decoding)
     "log_softmax_array": "fused_softmax",
     "gradients_into": "reverse_mode",     # backward() writing given leaves' gradients into given arrays

@@ -23,19 +23,20 @@ import numpy as np
 
 from autograd.checks import checked_integer
 from autograd.engine_room import fused_clip
-from autograd.engine_room.blocks import balanced_shares, blocks
+from autograd.engine_room.blocks import balanced_shares, blocks, update_block
 from autograd.plain_mode import is_plain
 
 
-def adam_update_in_blocks(p, g, state, lr, beta1, beta2, eps, weight_decay, decoupled):
+def adam_update_in_blocks(p, g, state, lr, beta1, beta2, eps, weight_decay, decoupled, block=None):
     """One Adam step on the array p (in place), with gradient g and `state` (step, exp_avg,
     exp_avg_sq, updated in place). weight_decay λ: added to the gradient as λ p (Adam's L2), or,
-    `decoupled`, applied as p ← p (1 − lr λ) before the step (AdamW)."""
+    `decoupled`, applied as p ← p (1 − lr λ) before the step (AdamW). block: entries a block
+    (default `blocks.update_block()`); the values do not depend on it."""
     state["step"] += 1
     t = state["step"]
     step_size, root_correction = lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)
     scratch = np.empty(0, p.dtype)
-    for p_, g_, m, v in blocks(p, g, state["exp_avg"], state["exp_avg_sq"]):
+    for p_, g_, m, v in blocks(p, g, state["exp_avg"], state["exp_avg_sq"], block=block or update_block()):
         if scratch.size < p_.size:
             scratch = np.empty(p_.size, p.dtype)                     # one buffer for every block
         update = scratch[:p_.size].reshape(p_.shape)

@@ -18,7 +18,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 from autograd.checks import checked_integer
-from autograd.engine_room.blocks import balanced_shares, sum_of_squares
+from autograd.engine_room.blocks import balanced_shares, sum_of_squares, update_block
 
 _pool = {"threads": 1, "executor": None, "size": 0}
 
@@ -30,8 +30,10 @@ def set_threads(threads):
 
 def grad_norm_in_blocks(grads):
     """√(Σ_i ‖g_i‖²) over the arrays `grads`, summed in float64 (`sum_of_squares` of each, on the
-    threads), the per-array sums added in their order: a float."""
-    return math.sqrt(sum(_on_threads(sum_of_squares, grads)))
+    threads, in blocks of `blocks.update_block()` entries), the per-array sums added in their
+    order: a float."""
+    block = update_block()
+    return math.sqrt(sum(_on_threads(lambda g: sum_of_squares(g, block), grads)))
 
 
 def scale_in_place(grads, scale):

@@ -57,6 +57,7 @@ from numpy_transformer.parameter_count import analytic_parameter_count
 from numpy_transformer.training import parallel
 from numpy_transformer.training.allocator import reuse_freed_memory
 from numpy_transformer.training.thread_plan import choose_split, describe_split
+from numpy_transformer.training.update_block import choose_update_block
 from numpy_transformer.benchmarks.workloads import BETAS, CONFIGS, EPS, LABEL_SMOOTHING, LR, MAIN_CONFIGS, PAD_ID, \
     make_batch
 
@@ -90,7 +91,7 @@ class NumpyTrainer:
     or "auto", what `train --threads` does (the faster, measured: training/thread_plan.py)."""
 
     def __init__(self, config, batch, seed=0, threads=1, split="auto"):
-        from autograd.engine_room import share_updates
+        from autograd.engine_room import set_update_block, share_updates
         from autograd.optim import Adam
         from numpy_transformer.language_model import DecoderOnlyTransformer
         from numpy_transformer.model import Transformer
@@ -98,6 +99,7 @@ class NumpyTrainer:
         rng = np.random.default_rng(seed)
         model_class = DecoderOnlyTransformer if config.decoder_only else Transformer
         self.model = model_class(config.model_config(), rng).train()
+        set_update_block(choose_update_block(max(p.data.size for p in self.model.parameters())))   # as train does
         self.optimizer = share_updates(Adam(self.model.named_parameters(), lr=LR, betas=BETAS, eps=EPS), threads)
         self.batch = batch
         self.parallel = None
@@ -366,7 +368,9 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
         log(TORCH_MISSING)
     results, bandwidth, requested = [], update_bandwidth(threads), split
     log(f"Memory bandwidth: {bandwidth / 1e9:.1f} GB/s (a 256 MB array read and written back in place on {threads} "
-        f"thread(s), read and write counted); the clip and update move {UPDATE_BYTES} bytes per parameter")
+        f"thread(s), read and write counted); the clip and update move {UPDATE_BYTES} bytes per parameter, "
+        f"{choose_update_block(float('inf')):,} entries a block (the size measured fastest on this machine, as train "
+        f"takes it; parameters of one block or less go whole)")
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
         plan = numpy_plan(config, threads, requested)

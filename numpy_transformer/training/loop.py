@@ -54,7 +54,7 @@ import time
 
 import numpy as np
 
-from autograd.engine_room import share_updates
+from autograd.engine_room import set_update_block, share_updates
 from autograd.optim import Adam, clip_grad_norm
 from autograd.plain_mode import is_plain
 from numpy_transformer.data.batching import batch_indices
@@ -63,6 +63,7 @@ from numpy_transformer.training import cores, mpi, parallel
 from numpy_transformer.training.loss import TRANSLATION
 from numpy_transformer.training.mixed_precision import MixedPrecision
 from numpy_transformer.training.thread_plan import choose_split, describe_split
+from numpy_transformer.training.update_block import choose_update_block
 
 
 def train_step(model, batch, loss_fn, optimizer, clip_norm, before_update=None):
@@ -98,9 +99,11 @@ def run_generators(seed):
 
 def make_optimizer(model, config, threads=1):
     """Adam with the betas, eps and learning rate (schedule) of a TrainingConfig; its update
-    shared by `threads` threads (the CLI's --threads: the engine room's `share_updates`)."""
+    shared by `threads` threads (the CLI's --threads: the engine room's `share_updates`), a block
+    of the size measured fastest on this machine at a time (training/update_block.py)."""
     optimizer = Adam(model.named_parameters(), lr=config.learning_rate(model.config.d_model), betas=config.betas,
                      eps=config.eps)
+    set_update_block(choose_update_block(max(p.data.size for p in model.parameters())))  # measured: the same update
     return share_updates(optimizer, min(threads, cores.usable_cores()))   # the same update with any threads
 
 
