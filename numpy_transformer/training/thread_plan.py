@@ -86,11 +86,11 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
         return busy_plan(busy)
     key = machine_key(model, batch, processes)
     path = cache_path() if cache is None else cache
-    known = _read(path).get(key) if path else None
+    known = read_cache(path, _is_plan).get(key) if path else None
     if known is None:
         known = measure(model, objective, label_smoothing, batch, processes)
         if path:
-            _write(path, key, known)
+            keep_in_cache(path, key, known, _is_plan, "thread plan")
         source = "measured now"
     else:
         source = f"measured before on this machine, kept in {path}"
@@ -279,27 +279,33 @@ def cache_path():
     return Path(root) / "numpy-transformer" / CACHE_FILE
 
 
-def _read(path):
-    """The cached plans {key: {"batch": s, "blas": s, "update": s}}; {} when the file is missing
-    or is not such a JSON object, and a plan without one of the three is left out (a cache: it is
-    measured again and rewritten)."""
+def read_cache(path, valid):
+    """The entries {key: value} of a JSON cache file whose value passes `valid(value)`; {} when
+    the file is missing or is not a JSON object (a cache: what is left out is measured again and
+    rewritten)."""
     try:
-        plans = json.loads(Path(path).read_text(encoding="utf-8"))
+        kept = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if not isinstance(plans, dict):
+    if not isinstance(kept, dict):
         return {}
-    return {key: value for key, value in plans.items() if isinstance(value, dict)
-            and all(isinstance(value.get(way), (int, float)) for way in ("batch", "blas", "update"))}
+    return {key: value for key, value in kept.items() if valid(value)}
 
 
-def _write(path, key, seconds):
-    """Add a plan to the cache file (written atomically: training/atomic_files.py); a cache that
-    cannot be written is only a warning."""
-    plans = {**_read(path), key: seconds}
+def keep_in_cache(path, key, value, valid, what):
+    """Add key: value to the JSON cache file (written atomically: training/atomic_files.py),
+    keeping its entries that pass `valid`; a cache that cannot be written is only a warning that
+    names `what` was measured."""
+    kept = {**read_cache(path, valid), key: value}
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(plans, indent=1, sort_keys=True))
+        atomic_write_text(path, json.dumps(kept, indent=1, sort_keys=True))
     except (OSError, ValueError) as error:
-        print(f"numpy-transformer: could not keep the measured thread plan in {path} ({error}); it will be "
+        print(f"numpy-transformer: could not keep the measured {what} in {path} ({error}); it will be "
               f"measured again next time", file=sys.stderr)
+
+
+def _is_plan(value):
+    """A cached plan: {"batch": s, "blas": s, "update": s}, each a number of seconds."""
+    return isinstance(value, dict) and all(isinstance(value.get(way), (int, float))
+                                           for way in ("batch", "blas", "update"))

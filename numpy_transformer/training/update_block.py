@@ -23,17 +23,14 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from autograd import Tensor
 from autograd.engine_room import set_update_block, update_block
 from autograd.optim import Adam, clip_grad_norm
-from numpy_transformer.training.atomic_files import atomic_write_text
-from numpy_transformer.training.thread_plan import cache_path, cpu_name, machine_busy
+from numpy_transformer.training.thread_plan import cache_path, cpu_name, keep_in_cache, machine_busy, read_cache
 
 BLOCK = 1 << 16                   # the engine room's default (autograd/engine_room/blocks.py: BLOCK)
 CANDIDATES = (BLOCK, 2 * BLOCK, 4 * BLOCK)   # 64 K, 128 K and 256 K entries
@@ -56,13 +53,13 @@ def choose_update_block(largest, cache=None, measure_sizes=None):
     if key in _chosen:
         return _chosen[key]
     path = cache_path().with_name(CACHE_FILE) if cache is None else cache
-    known = _read(path).get(key) if path else None
+    known = read_cache(path, _is_size).get(key) if path else None
     if known is None:
         if machine_busy():
             return BLOCK
         known = fastest((measure_sizes or measure)())
         if path:
-            _write(path, key, known)
+            keep_in_cache(path, key, known, _is_size, "update block")
     _chosen[key] = known
     return known
 
@@ -104,25 +101,6 @@ def machine_key():
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def _read(path):
-    """The kept sizes {key: size}; {} when the file is missing or is not such a JSON object, and
-    an entry that is not one of CANDIDATES is left out (a cache: measured again and rewritten)."""
-    try:
-        kept = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(kept, dict):
-        return {}
-    return {key: value for key, value in kept.items() if type(value) is int and value in CANDIDATES}
-
-
-def _write(path, key, size):
-    """Add a size to the cache file (written atomically); a cache that cannot be written is only
-    a warning."""
-    kept = {**_read(path), key: size}
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(kept, indent=1, sort_keys=True))
-    except (OSError, ValueError) as error:
-        print(f"numpy-transformer: could not keep the measured update block in {path} ({error}); it will be "
-              f"measured again next time", file=sys.stderr)
+def _is_size(value):
+    """A kept size: one of CANDIDATES."""
+    return type(value) is int and value in CANDIDATES
