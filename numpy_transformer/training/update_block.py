@@ -3,11 +3,9 @@
 The engine room's clip and Adam update (autograd/engine_room/fused_clip.py, fused_adam.py) go
 over each parameter a block of entries at a time, so that the block's parameter, gradient,
 moments and scratch stay in the core's caches from the first of Adam's 13 passes to the last. A
-larger block makes fewer calls (13 a block, about a microsecond each) for as long as its 20 bytes
-an entry still fit in the caches, and where that ends depends on the CPU: 64 K and 128 K entries
-were level on an Intel Xeon with 2 MB of L2 cache a core, 256 K was 14 % faster than 64 K on an
-AMD EPYC with 32 MB of L3 (docs/performance.md). The values are the same bit for bit at any
-block size; only the time moves.
+larger block makes fewer ufunc calls (13 a block) for as long as its 20 bytes an entry still
+fit in the caches, and where that ends depends on the CPU (docs/performance.md gives what two
+CPUs measured). The values are the same bit for bit at any block size; only the time moves.
 
 `choose_update_block` times the norm and the update of `SAMPLE` scratch entries (larger than the
 caches, as a model's are) at each size of `CANDIDATES`, in turn, `ROUNDS` times after an untimed
@@ -16,7 +14,7 @@ round, on one thread, and takes the fastest median if it beats the default (`BLO
 plans), under a key of the CPU, its cores and the versions of Python and NumPy, and for the
 rest of the process. Nothing is measured for parameters that all fit in one block (they go
 whole), nor while other work keeps the cores busy (`thread_plan.machine_busy`: the default then,
-not kept). A measurement costs about half a second and 128 MB, once per machine.
+not kept). A measurement is made once per machine, on 128 MB of scratch.
 """
 import hashlib
 import json
