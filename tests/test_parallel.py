@@ -117,6 +117,139 @@ def test_without_the_shard_s_masks_the_gradients_would_differ(monkeypatch):
     assert worst > 1e-3
 
 
+def _step_gradients(shared, model, batch, states):
+    """The loss and the gradients (copies) of one shared step from the dropout generators' `states`."""
+    parallel._set_states(model.generators(), states)
+    model.train()
+    loss = shared.gradients(batch)
+    return loss, {name: None if p.grad is None else p.grad.copy() for name, p in model.named_parameters()}
+
+
+def _one_set_and_slots(make, objective, batch, monkeypatch, steps=2):
+    """[(loss, gradients)] of `steps` shared steps from the same start, with one shared set of
+    gradients (two processes' default) and with a slot per worker summed afterwards."""
+    results = []
+    for shared_memory in (True, False):
+        monkeypatch.setattr(parallel.ForkTransport, "shared_memory", shared_memory)
+        model = make()
+        states = [g.bit_generator.state for g in model.generators()]
+        with parallel.DataParallel(model, objective, 0.1, 2) as shared:
+            assert (shared.slots == [shared.sum]) == shared_memory
+            results.append([_step_gradients(shared, model, batch, states) for _ in range(steps)])
+            if shared_memory:
+                for (name, p), array in zip(model.named_parameters(), shared.sum.arrays):
+                    assert p.grad is array, name
+    return results
+
+
+def _assert_same_steps(steps, others):
+    for (loss, grads), (other_loss, other_grads) in zip(steps, others, strict=True):
+        assert loss == other_loss
+        for name in grads:
+            np.testing.assert_array_equal(grads[name], other_grads[name], err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["translation", "lm", "mlm"])
+def test_two_processes_sum_in_one_shared_set_the_bits_of_a_slot_per_worker_and_again(kind, monkeypatch):
+    """The second step from the same start gives the first's bits: nothing of a step stays in
+    the shared set (a second process adding into the last step's sum would double it)."""
+    make, objective, batch = _translation() if kind == "translation" else _language_model(kind)
+    one_set, slots = _one_set_and_slots(make, objective, batch, monkeypatch)
+    _assert_same_steps(one_set, slots)
+    _assert_same_steps(one_set[:1], one_set[1:])
+
+
+def _second_in(process, main_pid, seconds):
+    """SharedSum.write, but in `process` ("main" or "worker") waiting (up to 5 s) for the other
+    process to put its gradient in first; seconds[0] counts the gradients it then added."""
+    write = parallel.SharedSum.write
+
+    def waiting_write(self, array, gradient):
+        i = self._index[id(array)]
+        if (os.getpid() == main_pid) == (process == "main"):
+            deadline = time.monotonic() + 5
+            while not self.written[i] and time.monotonic() < deadline:
+                time.sleep(0.001)
+            seconds[0] += bool(self.written[i])
+        write(self, array, gradient)
+    return waiting_write
+
+
+@pytest.mark.parametrize("second", ["main", "worker"])
+def test_the_shared_sum_is_the_same_whichever_process_puts_a_gradient_in_first(second, monkeypatch):
+    make, objective, batch = _translation()
+    seconds = parallel.SharedArrays([((1,), np.int64)]).arrays[0]
+    monkeypatch.setattr(parallel.SharedSum, "write", _second_in(second, os.getpid(), seconds))
+    ordered, slots = _one_set_and_slots(make, objective, batch, monkeypatch, steps=1)
+    _assert_same_steps(ordered, slots)
+    assert seconds[0] == len(list(make().named_parameters()))     # every one added by `second`
+
+
+def test_two_processes_hold_one_set_of_gradients_here_not_two(monkeypatch):
+    """NumPy's allocations in this process while a step's gradients are computed and summed
+    (tracemalloc: the shared memory is not among them): with a slot per worker its own set of
+    gradients adds to them, with the shared sum it does not."""
+    import tracemalloc
+    config = TransformerConfig.decoder_only(30, n_layers=2, d_model=256, n_heads=2, d_ff=1024, dropout=0.0,
+                                            max_len=16, pad_id=0, dtype="float32")
+    _, objective, batch = _language_model("lm")
+    model_bytes = sum(p.data.nbytes for _, p in DecoderOnlyTransformer(config, np.random.default_rng(0))
+                      .named_parameters())
+    peaks = {}
+    for shared_memory in (True, False):
+        monkeypatch.setattr(parallel.ForkTransport, "shared_memory", shared_memory)
+        model = DecoderOnlyTransformer(config, np.random.default_rng(0))
+        with parallel.DataParallel(model, objective, 0.1, 2) as shared:
+            model.train()
+            shared.gradients(batch)                          # the first step's one-time allocations
+            tracemalloc.start()
+            try:
+                shared.gradients(batch)
+                peaks[shared_memory] = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+    assert peaks[False] - peaks[True] > 0.5 * model_bytes, (peaks, model_bytes)     # 0.78 measured
+
+
+def _hold_every_lock_then(signal_number, main_pid, taken):
+    """SharedSum.write that, in the worker, takes every lock, says so in taken[0] and sends
+    itself `signal_number`; in the main process it first waits (up to 10 s) for that."""
+    write = parallel.SharedSum.write
+
+    def holding_write(self, array, gradient):
+        if os.getpid() != main_pid:
+            for lock in self.locks:
+                lock.acquire()
+            taken[0] = 1
+            os.kill(os.getpid(), signal_number)
+        deadline = time.monotonic() + 10
+        while not taken[0] and time.monotonic() < deadline:
+            time.sleep(0.001)
+        write(self, array, gradient)
+    return holding_write
+
+
+@pytest.mark.parametrize("signal_number, what", [
+    (signal.SIGKILL, r"was killed by SIGKILL \(kill -9, or the system's out-of-memory killer\)$"),
+    (signal.SIGSTOP, r"is stopped \(SIGSTOP, or Ctrl-Z\): it has used no processor time for 1 s$")])
+def test_a_worker_lost_while_it_holds_a_gradient_s_lock_is_one_clear_error(signal_number, what, monkeypatch):
+    """The main process waits for the lock as for a reply: the worker's end or silence is found."""
+    monkeypatch.setattr(parallel, "SILENT_SECONDS", 1.0)
+    taken = parallel.SharedArrays([((1,), np.int8)]).arrays[0]
+    monkeypatch.setattr(parallel.SharedSum, "write", _hold_every_lock_then(signal_number, os.getpid(), taken))
+    make, objective, batch = _translation()
+    model = make()
+    with parallel.DataParallel(model, objective, 0.1, 2) as shared:
+        worker = shared.workers[0]
+        model.train()
+        started = time.monotonic()
+        with pytest.raises(parallel.WorkerLost, match=rf"^worker process 1 \(pid {worker.pid}\) {what}") as lost:
+            shared.gradients(batch)
+        assert taken[0] == 1 and "Traceback" not in str(lost.value)
+        assert time.monotonic() - started < 30                  # a bound on a hang, not a speed check
+        assert shared.workers == [] and not worker.is_alive()
+
+
 def test_a_shard_without_targets_makes_the_step_run_whole_in_one_process():
     make, objective, batch = _language_model("mlm")
     targets = batch.targets.copy()

@@ -19,9 +19,10 @@ What differs from the plain form:
 - The profiler's timings (autograd/profiler.py sets `_profiler` while a `profile()` block runs;
   otherwise its only cost is one `is None` test per op).
 - Gradients written where they are wanted (`gradients_into`): a leaf given an array there has
-  its gradient copied into that array as soon as the gradient is complete, and the array
-  becomes its `.grad`; the private gradient is then freed at once instead of living to the end
-  of backward(). A worker of training/parallel.py fills its shared slot that way.
+  its gradient copied into that array as soon as the gradient is complete (or handed to a
+  function of the caller's that puts it there), and the array becomes its `.grad`; the private
+  gradient is then freed at once instead of living to the end of backward(). The processes of
+  training/parallel.py fill their shared gradients that way.
 
 Tested against the plain form in tests/test_reverse_mode.py (a model's gradients bit for bit,
 float32 and float64; gradients_into) and tests/test_engine.py (no two gradients sharing memory
@@ -35,15 +36,17 @@ from autograd.engine import Tensor
 
 _profiler = None  # an autograd.profiler.Profile while `autograd.profile()` runs
 _sinks = None     # {id(leaf): array} while `gradients_into` runs
+_write = None     # the function that puts a gradient into its array, meanwhile
 
 
 @contextmanager
-def gradients_into(pairs):
-    """While in the context, backward() writes the gradient of each leaf of `pairs` ((tensor,
-    array) with the tensor's shape and dtype) into its array, which becomes the leaf's `.grad`,
-    when the leaf has no gradient yet (else it adds as usual). The values are those of the
-    plain form, bit for bit; under `plain_mode` the plain form runs and keeps its own arrays."""
-    global _sinks
+def gradients_into(pairs, write=np.copyto):
+    """While in the context, backward() puts the gradient of each leaf of `pairs` ((tensor,
+    array) with the tensor's shape and dtype) into its array, as write(array, gradient) (a copy
+    unless told otherwise), when the leaf has no gradient yet (else it adds as usual); the
+    array becomes the leaf's `.grad`. The values are those of the plain form, bit for bit;
+    under `plain_mode` the plain form runs and keeps its own arrays."""
+    global _sinks, _write
     if _sinks is not None:
         raise RuntimeError("gradients_into() inside another gradients_into()")
     sinks = {}
@@ -52,11 +55,11 @@ def gradients_into(pairs):
             raise ValueError(f"gradients_into(): an array of {array.shape} {array.dtype} for a tensor of "
                              f"{tensor.shape} {tensor.dtype}")
         sinks[id(tensor)] = array
-    _sinks = sinks
+    _sinks, _write = sinks, write
     try:
         yield
     finally:
-        _sinks = None
+        _sinks, _write = None, None
 
 
 def forward(fn, arrays, params):
@@ -82,7 +85,7 @@ def backward(order, grads, retain_graph):
         if node.creator is None:
             sink = None if _sinks is None or node.grad is not None else _sinks.get(id(node))
             if sink is not None:
-                np.copyto(sink, g)
+                _write(sink, g)
                 node.grad = sink
             else:
                 node.grad = (g if id(node) in owned else g.copy()) if node.grad is None else node.grad + g

@@ -170,6 +170,7 @@ class MpiTransport:
     """The workers of `DataParallel` as MPI ranks 1 … P − 1 (the module docstring): the
     interface of `parallel.ForkTransport`. hosts: [(host, pid)] of every rank."""
     paced = False         # a step never runs whole on rank 0: the ranks have cores of their own
+    shared_memory = False  # the gradients reach rank 0 as messages, into a slot per rank
 
     def __init__(self, model, objective, label_smoothing, weights, slots, comm=None, hosts=None):
         self.comm = comm or world()
@@ -356,7 +357,7 @@ def _serve_session(comm, model, objective, label_smoothing):
         if message[0] == "weights":
             poll(comm.Ibcast([weights.memory, _byte()], root=0))     # matches rank 0's Ibcast
             continue
-        reply = parallel.answer(model, objective, label_smoothing, slot.arrays, message)
+        reply = parallel.answer(model, objective, label_smoothing, slot, message)
         gradients = message[0] == "step" and reply[0] == "done"
         poll(comm.isend(reply + (True,) if gradients else reply, dest=0, tag=REPLY))
         if gradients:

@@ -13,7 +13,10 @@ backward of one shard, rows start:stop of the batch, with the dropout masks the 
 draws for those rows (`autograd.engine_room.batch_rows`); the workers write their
 gradients into shared memory, this process adds them to its own in the order of the shards
 (the parameters dealt between P threads), then clips and updates the weights as `train_step`
-does (training/loop.py). The weights themselves live in shared memory, so the workers read
+does (training/loop.py). With two processes there is one set of gradients, in shared memory
+(`SharedSum`): each process puts each of its gradients there as soon as it is complete, the
+first to finish a parameter's by a copy, the second by adding its own; g_1 + g_2 is the same
+sum in either order, and no process holds the other's gradients. The weights themselves live in shared memory, so the workers read
 every update without a copy. The validation loss is shared out the same way, a part of the
 validation batches to each process, summed in their order.
 
@@ -118,6 +121,48 @@ class SharedArrays:
                        for (shape, dtype), offset in zip(specs, offsets)]
 
 
+class SharedSum(SharedArrays):
+    """The gradients of a step shared by two processes, summed where they lie: one array per
+    parameter (the given (shape, dtype) specs) in shared memory, a lock for each, and whether it
+    holds a gradient yet. `write` is `gradients_into`'s way to put a process's gradient there:
+    the first of the two processes to complete a parameter's gradient copies it in, the second
+    adds its own, so the array ends as g_1 + g_2, which is g_2 + g_1 bit for bit. The same
+    numbers as a slot per worker summed afterwards (`DataParallel._sum`), with one set of
+    gradients in memory instead of two. `wait`: None (a plain wait for a lock), or, in the
+    process that watches the other, a function called as wait(done) that calls done() until it
+    returns True, raising `WorkerLost` if the other process ends or falls silent meanwhile (it
+    may hold the lock)."""
+
+    def __init__(self, specs):
+        super().__init__(specs)
+        context = multiprocessing.get_context("fork")
+        self.locks = [context.Lock() for _ in specs]
+        self.written = SharedArrays([((len(specs),), np.uint8)]).arrays[0]
+        self.wait = None
+        self._index = {id(array): i for i, array in enumerate(self.arrays)}
+
+    def start(self):
+        """Before a step: no gradient in yet."""
+        self.written[:] = 0
+
+    def write(self, array, gradient):
+        """array ← gradient if it holds none yet, else array += gradient (array: one of `arrays`)."""
+        i = self._index[id(array)]
+        lock = self.locks[i]
+        if self.wait is None:
+            lock.acquire()
+        else:
+            self.wait(lambda: lock.acquire(timeout=POLL_SECONDS))
+        try:
+            if self.written[i]:
+                np.add(array, gradient, out=array)
+            else:
+                np.copyto(array, gradient)
+                self.written[i] = 1
+        finally:
+            lock.release()
+
+
 class WorkerFailed(RuntimeError):
     """A worker process raised an error or ended."""
 
@@ -159,15 +204,18 @@ class DataParallel:
         for p, shared in zip(self.parameters, self.weights.arrays):
             np.copyto(shared, p.data)
             p.data = shared
-        self.slots = [SharedArrays(specs) for _ in range(processes - 1)]
+        transport = transport or ForkTransport
+        self.sum = SharedSum(specs) if processes == 2 and transport.shared_memory else None
+        self.slots = [self.sum] if self.sum is not None else [SharedArrays(specs) for _ in range(processes - 1)]
         self.generators = model.generators()
         self._adders = None
         try:
-            self.transport = (transport or ForkTransport)(model, objective, self.label_smoothing, self.weights,
-                                                          self.slots)
+            self.transport = transport(model, objective, self.label_smoothing, self.weights, self.slots)
         except BaseException:
             self.close()
             raise
+        if self.sum is not None:                               # here only: the worker was forked without it
+            self.sum.wait = lambda done: self.transport.wait_for(1, done)
         self.pace = Pace(shared_only=not self.transport.paced)
 
     @property
@@ -194,29 +242,49 @@ class DataParallel:
         return loss, norm
 
     def gradients(self, batch, here=False):
-        """The loss of `batch` (a float) with its gradient in every parameter's .grad: shard 0
-        here, the others in the workers (or, `here`, in this process after shard 0's), the
-        gradients summed in the order of the shards."""
+        """The loss of `batch` (a float) with its gradient in every parameter's .grad (which it
+        replaces): shard 0 here, the others in the workers (or, `here`, in this process after
+        shard 0's), the gradients summed in the order of the shards."""
+        for p in self.parameters:
+            p.grad = None
         shards = self.shards(batch)
         if len(shards) == 1:                                    # too few rows with targets to share
             loss = self.objective.loss(self.model, batch, self.label_smoothing)
             loss.backward()
             return loss.item()
         states = [generator.bit_generator.state for generator in self.generators]
+        if self.sum is not None:
+            self.sum.start()
         if here:
-            replies = [shard_into(self.model, self.objective, self.label_smoothing, shard, states, slot.arrays)
+            replies = [shard_into(self.model, self.objective, self.label_smoothing, shard, states, slot)
                        for shard, slot in zip(shards[1:], self.slots)]
             _set_states(self.generators, states)
-            loss = shard_backward(self.model, self.objective, self.label_smoothing, shards[0])
+            loss = self._first_shard(shards[0])
         else:
             with self._failing_closes():
                 for number, shard in enumerate(shards[1:], start=1):
                     self._send(number, ("step", (shard, states)))
-                loss = shard_backward(self.model, self.objective, self.label_smoothing, shards[0])
+                loss = self._first_shard(shards[0])
                 replies = [self._receive(number) for number in range(1, len(shards))]
         for shard_loss, _ in replies:
             loss += shard_loss
-        self._sum(replies, 1 if here else len(self._shares))
+        if self.sum is None:
+            self._sum(replies, 1 if here else len(self._shares))
+        else:
+            for p, array, written in zip(self.parameters, self.sum.arrays, self.sum.written):
+                p.grad = array if written else None
+        return loss
+
+    def _first_shard(self, shard):
+        """`shard_backward` of this process's shard; with a `SharedSum`, each gradient put there
+        as soon as it is complete."""
+        if self.sum is None:
+            return shard_backward(self.model, self.objective, self.label_smoothing, shard)
+        with gradients_into(zip(self.parameters, self.sum.arrays), self.sum.write):
+            loss = shard_backward(self.model, self.objective, self.label_smoothing, shard)
+        for p, array in zip(self.parameters, self.sum.arrays):
+            if p.grad is not None and p.grad is not array:      # not put there (plain mode): now
+                self.sum.write(array, p.grad)
         return loss
 
     def _sum(self, replies, threads):
@@ -312,7 +380,7 @@ class DataParallel:
         for p in self.parameters:
             if any(p.data is shared for shared in self.weights.arrays):
                 p.data = p.data.copy()
-        self.slots = []
+        self.slots, self.sum = [], None
         if self._blas is not None:
             self._blas.restore_original_limits()
             self._blas = None
@@ -332,8 +400,11 @@ class ForkTransport:
     The interface of a transport (training/mpi.py has the other, `MpiTransport`):
     send(number, message), receive(number) → ("done", value) or ("error", (name, message,
     trace)) with a step's gradients in slot number − 1, updated() after every update of the
-    weights, name(number), lost(number, what) → a `WorkerLost`, close(); paced: whether a step may run here instead (`Pace`)."""
+    weights, name(number), lost(number, what) → a `WorkerLost`, close(); paced: whether a step may run here instead (`Pace`);
+    shared_memory: whether the workers write into this process's memory (then two processes sum
+    their gradients in one `SharedSum`, and wait_for(number, done) waits on worker `number`)."""
     paced = True
+    shared_memory = True
 
     def __init__(self, model, objective, label_smoothing, weights, slots):
         self.connections, self.workers, self.senders = [], [], []
@@ -341,7 +412,7 @@ class ForkTransport:
         for number, slot in enumerate(slots, start=1):
             here, there = context.Pipe()
             worker = context.Process(target=_serve, args=(there, here, model, objective, label_smoothing,
-                                                          slot.arrays), daemon=True,
+                                                          slot), daemon=True,
                                      name=f"numpy-transformer worker {number}")
             worker.start()
             there.close()
@@ -392,6 +463,19 @@ class ForkTransport:
             return connection.recv()
         except (EOFError, OSError):
             raise self._ended(number) from None
+
+    def wait_for(self, number, done):
+        """`_wait`, and `WorkerLost` as soon as worker `number` has ended (for a lock it may have held,
+        which no reply will say)."""
+        worker = self.workers[number - 1]
+
+        def done_or_ended():
+            if done():
+                return True
+            if worker.exitcode is not None:
+                raise self._ended(number)
+            return False
+        self._wait(number, done_or_ended)
 
     def _wait(self, number, done):
         """Call done() (which waits up to POLL_SECONDS) until it returns True; `WorkerLost` when
@@ -496,18 +580,20 @@ def shard_backward(model, objective, label_smoothing, shard):
 
 def shard_into(model, objective, label_smoothing, shard, states, slot):
     """A worker's part of a step: the shard's (N_k / N) · L_k, from the dropout generators'
-    `states` at the step's start, its gradient written into `slot` (one array per parameter).
-    Returns (loss, [whether each parameter has a gradient]); every .grad is None after."""
+    `states` at the step's start, its gradient put into `slot` (`SharedArrays`, one array per
+    parameter, copied there; or a `SharedSum`, summed there). Returns (loss, [whether each
+    parameter has a gradient]); every .grad is None after."""
     parameters = [p for _, p in model.named_parameters()]
+    write = slot.write if isinstance(slot, SharedSum) else np.copyto
     _set_states(model.generators(), states)
     for p in parameters:
         p.grad = None
-    with gradients_into(zip(parameters, slot)):          # each gradient written into the slot when complete
+    with gradients_into(zip(parameters, slot.arrays), write):     # each gradient put there when complete
         loss = shard_backward(model, objective, label_smoothing, shard)
     present = [p.grad is not None for p in parameters]
-    for p, grad in zip(parameters, slot):
-        if p.grad is not None and p.grad is not grad:       # not written there (plain mode): copied now
-            np.copyto(grad, p.grad)
+    for p, grad in zip(parameters, slot.arrays):
+        if p.grad is not None and p.grad is not grad:       # not put there (plain mode): now
+            write(grad, p.grad)
         p.grad = None
     return loss, present
 
@@ -542,7 +628,8 @@ def _set_states(generators, states):
 
 def answer(model, objective, label_smoothing, slot, message):
     """A worker's reply to a "step", "call" or "map" message (kind, value): ("done", result), or
-    ("error", (name, message, trace)) when the work raised. A step's gradients go into `slot`."""
+    ("error", (name, message, trace)) when the work raised. A step's gradients go into `slot`
+    (`shard_into`)."""
     kind, value = message
     try:
         if kind == "step":
