@@ -242,6 +242,23 @@ def test_bench_train_step_on_two_processes_shares_the_batch_and_counts_the_worke
     assert results[0]["numpy_processes"] == 1 and "forward and backward on" not in out
 
 
+def test_bench_train_step_on_a_busy_machine_times_numpy_on_one_core_as_train_takes(monkeypatch):
+    """Where the machine is busy as a configuration starts, the thread plan is one core ("one"):
+    NumPy's side is timed as train would run then (it used to hand "one" to its children as a
+    split, which they refused, ending the benchmark without its results)."""
+    from numpy_transformer.benchmarks import train_step
+    from numpy_transformer.training.thread_plan import busy_plan
+
+    monkeypatch.setattr(train_step, "numpy_plan", lambda config, threads, split: busy_plan(1.9))
+    monkeypatch.setattr(train_step, "import_torch", lambda threads: None)          # NumPy's side alone
+    lines = []
+    (result,) = train_step.run(["tiny"], threads=2, steps=2, warmup=1, log=lines.append)
+    assert result["numpy_split"] == "one" and result["numpy_processes"] == 1
+    assert result["numpy_ms"] > 0 and result["numpy_peak_mb"] >= 0
+    assert "NumPy's 2 threads: one core (one process, one BLAS thread) (other work keeps the cores busy (load 1.9)" \
+        in "\n".join(lines)
+
+
 def test_a_worker_s_memory_counts_what_it_allocates_and_not_the_shared_pages_it_touches():
     """The main process's peak already holds the shared weights and gradients' slots: a worker's
     addition leaves out the shared pages it touched, and keeps its private ones."""

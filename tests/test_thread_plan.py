@@ -2,6 +2,7 @@
 on this machine for the model at hand, kept in a cache, never changing what the run computes."""
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,14 +165,15 @@ def test_a_run_started_on_a_busy_machine_trains_on_one_core_as_threads_1_bit_for
     assert not (tmp_path / "plans.json").exists()
 
 
-def test_the_machine_is_busy_when_the_load_exceeds_half_the_cores_and_one(monkeypatch):
+def test_where_proc_stat_cannot_be_read_the_machine_is_busy_when_the_load_exceeds_half_the_cores_and_one(
+        monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(thread_plan.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(thread_plan.os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
     monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (2.4, 0.0, 0.0))
-    assert thread_plan.machine_busy() == 0.0
+    assert thread_plan.machine_busy(sample_seconds=0, stat=Path("/nonexistent/stat")) == 0.0
     monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (2.6, 0.0, 0.0))
-    assert thread_plan.machine_busy() == 2.6
+    assert thread_plan.machine_busy(sample_seconds=0, stat=Path("/nonexistent/stat")) == 2.6
 
 
 
@@ -209,6 +211,25 @@ def test_on_a_cpu_set_smaller_than_the_machine_its_own_processors_are_watched_no
     monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (40.0, 40.0, 40.0))
     before = {cpu: (100, 0, 0, 0) for cpu in range(64)}
     stat = Stat(stat_lines(before), stat_lines({**before, **after}))
+    assert thread_plan.machine_busy(sample_seconds=0, stat=stat) == pytest.approx(busy)
+
+
+@pytest.mark.parametrize("after, busy", [
+    ({0: (100, 100, 0, 0), 1: (100, 100, 0, 0)}, 0.0),             # idle now, after minutes of work
+    ({0: (200, 0, 0, 0), 1: (100, 100, 0, 0)}, 1.0),                # one of two taken by other work
+    ({0: (140, 60, 0, 0), 1: (100, 100, 0, 0)}, 0.0),               # 0.4 of a processor: not busy
+])
+def test_on_the_whole_machine_what_its_processors_do_now_decides_not_the_load_of_the_last_minute(
+        monkeypatch, after, busy):
+    """Two processors, a load average of 1.9 left by a run that has just ended (the next run, or a
+    benchmark's next configuration, used to take one core for it): their busy time over the
+    sample decides."""
+    monkeypatch.undo()
+    monkeypatch.setattr(thread_plan.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(thread_plan.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(thread_plan.os, "getloadavg", lambda: (1.9, 1.0, 0.5))
+    before = {cpu: (100, 0, 0, 0) for cpu in range(2)}
+    stat = Stat(stat_lines(before), stat_lines(after))
     assert thread_plan.machine_busy(sample_seconds=0, stat=stat) == pytest.approx(busy)
 
 

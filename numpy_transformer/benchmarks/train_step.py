@@ -176,18 +176,19 @@ def import_torch(threads):
     return torch
 
 
-def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4, split="auto"):
+def time_steps(config_name, frameworks, threads, steps=10, warmup=2, rounds=4, split="auto", numpy_threads=None):
     """{framework: [(forward, backward, update)…]} for each of `frameworks`: `steps` timed steps in
     all, shared between `rounds` rounds; in each round each framework runs `warmup` untimed steps
     and then its timed ones in a child process of its own (module docstring), the order reversed
-    every other round."""
+    every other round. numpy_threads: NumPy's threads where they are not `threads`."""
     times = {framework: [] for framework in frameworks}
     for r in range(rounds):
         share = steps // rounds + (r < steps % rounds)
         for framework in (frameworks if r % 2 == 0 else frameworks[::-1]):
+            cores = numpy_threads if framework == "numpy" and numpy_threads is not None else threads
             if share:
                 times[framework] += [tuple(phases) for phases in json.loads(
-                    in_child(__name__, "print_step_times", config_name, framework, threads, share, warmup, split))]
+                    in_child(__name__, "print_step_times", config_name, framework, cores, share, warmup, split))]
     return times
 
 
@@ -375,14 +376,17 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
         config = CONFIGS[name]
         plan = numpy_plan(config, threads, requested)
         split = plan.split
-        times = {**dict.fromkeys(FRAMEWORKS), **time_steps(name, frameworks, threads, steps, warmup, split=split)}
+        # other work keeps the cores busy: NumPy's side on one core, as train then takes (thread_plan.busy_plan)
+        numpy_threads, numpy_split = (1, "auto") if split == "one" else (threads, split)
+        times = {**dict.fromkeys(FRAMEWORKS),
+                 **time_steps(name, frameworks, threads, steps, warmup, split=numpy_split, numpy_threads=numpy_threads)}
         processes = threads if threads > 1 and split == "batch" and parallel.available() else 1
         result = {"config": name, "decoder_only": config.decoder_only, "threads": threads, "steps": steps,
                   "numpy_processes": processes, "numpy_split": split if threads > 1 else None,
                   "numpy_split_why": plan.why if threads > 1 else None,
                   **{f"{framework}_ms": None if times[framework] is None else _rounded(median_ms(times[framework]), 2)
                      for framework in FRAMEWORKS},
-                  "numpy_peak_mb": _rounded(peak_memory_mb(name, "numpy", threads, split), 1),
+                  "numpy_peak_mb": _rounded(peak_memory_mb(name, "numpy", numpy_threads, numpy_split), 1),
                   "torch_peak_mb": _rounded(peak_memory_mb(name, "torch", threads), 1)}
         result["time_ratio"] = _ratio(result["numpy_ms"], result["torch_ms"])
         result["time_ratio_fused"] = _ratio(result["numpy_ms"], result["torch_fused_ms"])

@@ -12,13 +12,14 @@ per op, which they do not), on the CPU, its BLAS kernels and the libraries' vers
 turn, `STEPS` times each after one untimed step each, and the clip and update that follow them
 either way (`update_seconds`), and splits the batch if that makes the whole step faster by more
 than `MARGIN` (a few seconds for the thesis's models). The margin favours one process where the
-two are close, because every worker process holds a copy of the gradients (for the d_model 512
-models, about 1.2 times PyTorch's peak memory on two processes: docs/performance.md).
+two are close, because processes need more memory: each holds its own activations and
+Python, and from three processes on every worker holds a set of gradients of its own (two
+processes sum theirs in one shared set, `parallel.SharedSum`: docs/performance.md).
 The answer is kept in the user's cache folder (`cache_path`), under a key of the CPU, its
 cores, N, the versions of Python, NumPy and BLAS (with its kernels) and the model's and the
 batch's shapes, so the next run of that model on that machine reads it instead of measuring.
-While other work keeps the cores busy (`machine_busy`: the load average, or, for a CPU set smaller
-than the machine, its own processors' busy time) as the run starts, nothing is measured or
+While other work keeps the cores busy (`machine_busy`: the busy time of the run's processors over a
+quarter of a second, or the load average where that cannot be read) as the run starts, nothing is measured or
 read: such a measurement times that work, not the machine, and three steps of it chose one way
 or the other at random; and both ways, measured or not, lose to one core (processes that wait for each other at every step, BLAS threads
 that spin), so the run takes one core (`busy_plan`: "one", the numbers of `--threads 1`) and the
@@ -56,7 +57,7 @@ SPLITS = ("auto", "batch", "blas")
 STEPS = 3                         # timed steps each way (after one untimed step each)
 MARGIN = 0.05                     # the batch is split if the step takes less than 1 − MARGIN of the time
 SAMPLE = 1 << 22                  # entries of the scratch parameters `update_seconds` times (64 MB with Adam's moments)
-SAMPLE_SECONDS = 0.25            # how long `machine_busy` watches the processors of a CPU set smaller than the machine
+SAMPLE_SECONDS = 0.25            # how long `machine_busy` watches the processors this process may use
 CACHE_FILE = "thread-plans.json"
 
 
@@ -187,18 +188,20 @@ def update_seconds(size, threads, sample=SAMPLE):
 
 def machine_busy(sample_seconds=SAMPLE_SECONDS, stat=Path("/proc/stat")):
     """How much other work keeps this process's cores busy, in processors' worth, if it is more
-    than half of them (else 0.0, also where nothing says):
+    than half of them (else 0.0, also where nothing says): the busy time of the processors it may
+    use (its CPU set: all of them, or those `taskset`, a Slurm or PBS allocation on a cluster
+    node or `docker run --cpuset-cpus` gives it), read from `stat` (Linux's /proc/stat) over
+    `sample_seconds` while this process sleeps; busy above cores / 2 − 0.5 (and above 0.5).
 
-    - where the process may use every processor of the machine, the 1-minute load average, busy
-      above cores / 2 + 0.5 (this process counting for one);
-    - where its CPU set is smaller (`taskset`, a Slurm or PBS allocation on a cluster node,
-      `docker run --cpuset-cpus`), the machine's load says nothing of its processors: a node
-      that other jobs keep busy may leave them idle. Their busy time is read from `stat` (Linux's
-      /proc/stat) over `sample_seconds` while this process sleeps, busy above cores / 2 − 0.5
-      (and above 0.5)."""
-    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    What the processors do now, not the 1-minute load average, which remembers the last minutes:
+    a run started just after another (or a benchmark's configuration just after the one before)
+    read the work just ended as a busy machine and took one core; and on a node shared by jobs
+    the load speaks for processors this process cannot use. Where /proc/stat cannot be read (not
+    Linux), the 1-minute load average decides: busy above cores / 2 + 0.5 (this process counting
+    for one)."""
     machine = os.cpu_count() or 1
-    if allowed and len(allowed) < machine:
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if allowed:
         busy = busy_processors(allowed, sample_seconds, stat)
         if busy is not None:
             return busy if busy > max(len(allowed) / 2 - 0.5, 0.5) else 0.0
