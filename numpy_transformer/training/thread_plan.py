@@ -10,11 +10,11 @@ products take, which BLAS's threads share, against the elementwise work and Pyth
 per op, which they do not), on the CPU, its BLAS kernels and the libraries' versions.
 `choose_split` measures it: the forward and backward of the run's next batch, both ways in
 turn, `STEPS` times each after one untimed step each, and the clip and update that follow them
-either way (`update_seconds`), and splits the batch if that makes the whole step faster by more
-than `MARGIN` (a few seconds for the thesis's models). The margin favours one process where the
-two are close, because processes need more memory: each holds its own activations and
-Python, and from three processes on every worker holds a set of gradients of its own (two
-processes sum theirs in one shared set, `parallel.SharedSum`: docs/performance.md).
+either way (`update_seconds`), and splits the batch if that makes the whole step faster (a few
+seconds for the thesis's models). From three processes on, by more than `MARGIN`: there every
+worker holds a set of gradients of its own, memory that one process does not need. Two
+processes sum theirs in one shared set (`parallel.SharedSum`), and the faster way is taken
+(docs/performance.md).
 The answer is kept in the user's cache folder (`cache_path`), under a key of the CPU, its
 cores, N, the versions of Python, NumPy and BLAS (with its kernels) and the model's and the
 batch's shapes, so the next run of that model on that machine reads it instead of measuring.
@@ -55,7 +55,7 @@ from numpy_transformer.training.cores import usable_cores
 
 SPLITS = ("auto", "batch", "blas")
 STEPS = 3                         # timed steps each way (after one untimed step each)
-MARGIN = 0.05                     # the batch is split if the step takes less than 1 − MARGIN of the time
+MARGIN = 0.05                     # 3+ processes: the batch is split if the step takes less than 1 − MARGIN of the time
 SAMPLE = 1 << 22                  # entries of the scratch parameters `update_seconds` times (64 MB with Adam's moments)
 SAMPLE_SECONDS = 0.25            # how long `machine_busy` watches the processors this process may use
 CACHE_FILE = "thread-plans.json"
@@ -95,16 +95,18 @@ def choose_split(model, objective, label_smoothing, batch, processes, split="aut
         source = "measured now"
     else:
         source = f"measured before on this machine, kept in {path}"
-    return Plan("batch" if splits_batch(known) else "blas", known,
+    return Plan("batch" if splits_batch(known, processes) else "blas", known,
                 f"a forward and backward took {1e3 * known['batch']:.1f} ms on {processes} processes and "
                 f"{1e3 * known['blas']:.1f} ms with {processes} BLAS threads, the clip and update about "
                 f"{1e3 * known['update']:.1f} ms after either ({source})")
 
 
-def splits_batch(seconds):
-    """Whether a measurement {"batch", "blas", "update"} splits the batch: the whole step, the
-    forward and backward and then the clip and update, faster by more than `MARGIN` that way."""
-    return seconds["batch"] + seconds["update"] < (1 - MARGIN) * (seconds["blas"] + seconds["update"])
+def splits_batch(seconds, processes):
+    """Whether a measurement {"batch", "blas", "update"} with `processes` processes splits the
+    batch: the whole step, the forward and backward and then the clip and update, faster that
+    way (by more than `MARGIN` from three processes on: the module docstring)."""
+    margin = MARGIN if processes > 2 else 0.0
+    return seconds["batch"] + seconds["update"] < (1 - margin) * (seconds["blas"] + seconds["update"])
 
 
 def busy_plan(load):
