@@ -37,8 +37,7 @@ is the same code for both, so they give the same weights bit for bit.
 When it pays on one machine: measured there for the model at hand (training/thread_plan.py,
 which times a few steps this way and with BLAS's threads in one process instead, and keeps the
 answer in the user's cache folder). Narrow models tend to gain: there elementwise work and
-Python's overhead per op take much of a step, which BLAS's threads do not share, and the
-parameters are few, so a worker's copy of the gradients costs little memory. Under mpiexec
+Python's overhead per op take much of a step, which BLAS's threads do not share. Under mpiexec
 the ranks always share the steps (each may have a host of its own).
 
 A loaded machine. When another job takes a core, P processes that wait for each other at every
