@@ -144,7 +144,8 @@ def test_degenerate_bench_arguments_are_refused_by_the_parser(capsys, arguments,
 def test_bench_train_step_reports_peak_memory_unavailable_and_carries_on(monkeypatch):
     phases = [(0.001, 0.002, 0.0005)] * 3
     monkeypatch.setattr(train_step, "import_torch", lambda threads: object())
-    monkeypatch.setattr(train_step, "time_steps", lambda name, frameworks, threads, steps, warmup, split="auto":
+    monkeypatch.setattr(train_step, "time_steps",
+                        lambda name, frameworks, threads, steps, warmup, split="auto", numpy_threads=None:
                         {framework: phases for framework in frameworks})
     monkeypatch.setattr(train_step, "peak_memory_mb", lambda name, framework, threads, split="auto": None)
     lines = []

@@ -16,9 +16,10 @@ gradients into shared memory, this process adds them to its own in the order of 
 does (training/loop.py). With two processes there is one set of gradients, in shared memory
 (`SharedSum`): each process puts each of its gradients there as soon as it is complete, the
 first to finish a parameter's by a copy, the second by adding its own; g_1 + g_2 is the same
-sum in either order, and no process holds the other's gradients. The weights themselves live in shared memory, so the workers read
-every update without a copy. The validation loss is shared out the same way, a part of the
-validation batches to each process, summed in their order.
+sum in either order, and no process holds the other's gradients. The weights themselves live
+in shared memory, so the workers read every update without a copy. The validation loss is
+shared out the same way, a part of the validation batches to each process, summed in their
+order.
 
 What this gives:
 - the same step as one process, up to the rounding of sums taken in another order (the
