@@ -3,6 +3,7 @@ one-process step up to rounding, dropout masks included; a run is reproducible a
 exactly for its number of processes; a worker's failure is one clear error."""
 import contextlib
 import dataclasses
+import functools
 import gc
 import os
 import re
@@ -157,6 +158,18 @@ def test_two_processes_sum_in_one_shared_set_the_bits_of_a_slot_per_worker_and_a
     one_set, slots = _one_set_and_slots(make, objective, batch, monkeypatch)
     _assert_same_steps(one_set, slots)
     _assert_same_steps(one_set[:1], one_set[1:])
+
+
+def test_a_transport_given_as_a_function_gets_a_slot_per_worker(monkeypatch):
+    """`train` under mpiexec passes its transport as a functools.partial, which carries no
+    `shared_memory`: the slots, with the same numbers."""
+    make, objective, batch = _translation()
+    one_set, _ = _one_set_and_slots(make, objective, batch, monkeypatch, steps=1)
+    model = make()
+    states = [g.bit_generator.state for g in model.generators()]
+    with parallel.DataParallel(model, objective, 0.1, 2, functools.partial(parallel.ForkTransport)) as shared:
+        assert shared.sum is None and len(shared.slots) == 1
+        _assert_same_steps(one_set, [_step_gradients(shared, model, batch, states)])
 
 
 def _second_in(process, main_pid, seconds):

@@ -183,7 +183,8 @@ class DataParallel:
     the module docstring). model: the model being trained (its weights move into shared memory
     until `close`); objective, label_smoothing: the loss (training/loss.py); transport: the
     class of the workers, called as transport(model, objective, label_smoothing, weights,
-    slots) (`ForkTransport`, the default, or `training.mpi.MpiTransport`). Use as a context
+    slots) (`ForkTransport`, the default, or `training.mpi.MpiTransport`), or a function that
+    makes them (a `functools.partial` of one: then every worker has a slot). Use as a context
     manager, or call `close`."""
 
     def __init__(self, model, objective, label_smoothing, processes, transport=None):
@@ -205,7 +206,8 @@ class DataParallel:
             np.copyto(shared, p.data)
             p.data = shared
         transport = transport or ForkTransport
-        self.sum = SharedSum(specs) if processes == 2 and transport.shared_memory else None
+        shared_memory = getattr(transport, "shared_memory", False)     # a function that makes one (a partial): slots
+        self.sum = SharedSum(specs) if processes == 2 and shared_memory else None
         self.slots = [self.sum] if self.sum is not None else [SharedArrays(specs) for _ in range(processes - 1)]
         self.generators = model.generators()
         self._adders = None
