@@ -235,6 +235,24 @@ def test_the_top_k_extensions_are_the_first_k_of_a_stable_sort_ties_and_minus_in
         np.testing.assert_array_equal(_top_k(values, k), np.argsort(-values, axis=1, kind="stable")[:, :k])
 
 
+@pytest.mark.parametrize("case", ["log-probabilities", "ties", "one chunk holds the top", "minus infinity", "flat"])
+def test_the_top_k_of_long_rows_are_those_of_a_stable_sort(case):
+    """Rows long enough to be cut into chunks (a beam of 4 over 8,000 tokens: 32,000 entries),
+    where the floor of the k-th largest is the chunks' maxima's."""
+    generator = rng(11)
+    values = np.log(generator.dirichlet(np.full(32_000, 0.05), size=6))
+    if case == "ties":
+        values = np.round(values, 0)
+    elif case == "one chunk holds the top":
+        values[:, 100:140] = np.linspace(0.0, 1.0, 40)
+    elif case == "minus infinity":
+        values[generator.random(values.shape) < 0.9] = -np.inf
+    elif case == "flat":
+        values[:] = -3.0
+    for k in (1, 8, 40):
+        np.testing.assert_array_equal(_top_k(values, k), np.argsort(-values, axis=1, kind="stable")[:, :k])
+
+
 # --- the per-sentence beam search against the batched one -----------------------------------
 
 def assert_same_hypotheses(plain, batched, atol):
