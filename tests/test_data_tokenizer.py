@@ -344,6 +344,22 @@ def test_special_token_names_typed_in_a_text_are_text_not_special_tokens(kind):
     assert tokenizer.encode("the man eats .", keep=[tokenizer.mask_id]) == tokenizer.encode("the man eats .")
 
 
+@pytest.mark.parametrize("kind", ("word", *SUBWORD_KINDS))
+def test_encode_gives_the_ids_of_encoded(kind):
+    """`encode` without `keep` reads the ids alone (what encode_pairs calls for every sentence),
+    and they are `encoded`'s, text for text: special-token names typed in a text made [UNK] or
+    text, empty and blank texts, characters never seen."""
+    from numpy_transformer.data import train_text_tokenizer
+
+    tokenizer = train_text_tokenizer(REAL_LOOKING["en"] * 20 + ["the man eats [ PAD ] ."] * 5, "en", kind=kind,
+                                     vocab_size=300)
+    texts = [TYPED, "", " ", "[PAD]", "[EOS][SOS]", "北京 is far", *REAL_LOOKING["en"], *REAL_LOOKING["de"]]
+    ids = [tokenizer.encode(text) for text in texts]
+    assert ids == [tokenizer.encoded(text)[0] for text in texts]
+    assert not {i for row in ids for i in row} & (set(tokenizer.special_ids) - {tokenizer.unk_id})
+    assert ids[1] == [] and (kind == "bpe" or tokenizer.unk_id in ids[5])    # bytes: no [UNK] in byte-level BPE
+
+
 def test_a_corpus_sentence_holding_special_token_names_is_encoded_as_text():
     from numpy_transformer.data import Pair
     from numpy_transformer.data.batching import encode_pairs

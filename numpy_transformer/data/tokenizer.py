@@ -103,11 +103,16 @@ class WordTokenizer(TextTokenizer):
         if missing:
             raise ValueError(f"tokenizer for {language!r} lacks the special tokens {missing}")
         tokenizer.encode_special_tokens = True          # a special token's name in a text is text (`encoded`)
+        self._made_unknown = frozenset(self.special_ids) - {self.unk_id}   # what `encoded` makes [UNK]
 
     def encode(self, text, keep=()):
         """Token ids of `text`, without special tokens; the names of special tokens typed in it
-        are text (`encoded`), but for those whose ids are in `keep`."""
-        return self.encoded(text, keep)[0]
+        are text (`encoded`), but for those whose ids are in `keep`. Without `keep`, `encoded`'s
+        ids alone, without its tokens and offsets (encode_pairs calls this for every sentence)."""
+        if keep:
+            return self.encoded(text, keep)[0]
+        ids = self.tokenizer.encode(text, add_special_tokens=False).ids
+        return ids if self._made_unknown.isdisjoint(ids) else [self._unknown_if_special(i) for i in ids]
 
     def tokens(self, text, keep=()):
         return self.encoded(text, keep)[1]
@@ -139,11 +144,14 @@ class WordTokenizer(TextTokenizer):
         if not text:
             return
         encoding = self.tokenizer.encode(text, add_special_tokens=False)
-        special = set(self.special_ids) - {self.unk_id}
         for token_id, token, (begin, end) in zip(encoding.ids, encoding.tokens, encoding.offsets):
-            ids.append(self.unk_id if token_id in special else token_id)
-            tokens.append(UNK if token_id in special else token)
+            ids.append(self._unknown_if_special(token_id))
+            tokens.append(UNK if token_id in self._made_unknown else token)
             offsets.append((start + begin, start + end))
+
+    def _unknown_if_special(self, token_id):
+        """[UNK]'s id for a special token's id that text gave (`encoded`), else `token_id`."""
+        return self.unk_id if token_id in self._made_unknown else token_id
 
     def _lstrip(self, token_id):
         """Whether the added token of `token_id` takes the spaces before it."""
