@@ -202,9 +202,10 @@ def main(argv=None):
     parser.add_argument("--pair", default=None, help="the preset's by default")
     parser.add_argument("--steps", type=int, default=None, help="the preset's by default")
     parser.add_argument("--seed", type=int, default=0)
-    for part in ("model", "training", "data"):
+    for part, example in (("model", '"d_model": 256'), ("training", '"warmup_steps": 1000'),
+                          ("data", '"vocab_size": 4000')):
         parser.add_argument(f"--{part}", type=json.loads, default={}, metavar="JSON",
-                            help=f"more {part} fields over the preset's, e.g. '{{\"d_model\": 256}}'")
+                            help=f"more {part} fields over the preset's, e.g. '{{{example}}}'")
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--max-minutes", type=float, default=float("inf"))
     parser.add_argument("--test", action="store_true", help="score the test split too at every point (test_bleu, "
