@@ -60,7 +60,7 @@ def test_the_command_line_has_bench_attention():
 
 TRAIN_STEP_KEYS = {"config", "decoder_only", "numpy_ms", "torch_ms", "torch_fused_ms", "numpy_peak_mb",
                    "torch_peak_mb", "time_ratio", "time_ratio_fused", "memory_ratio", "parameters", "bandwidth_gb_s",
-                   "numpy_update_bandwidth_fraction", "numpy_split"}
+                   "numpy_update_bandwidth_fraction", "numpy_split", "update_floor_ns", "numpy_update_floor_ms"}
 
 
 def torch_installed():
@@ -94,7 +94,10 @@ def test_bench_train_step_on_the_tiny_configurations_ends_with_the_json_line():
         achieved = result["parameters"] * 40 / (result["numpy_phases_ms"][2] / 1e3)      # bytes per second
         assert 0 < result["numpy_update_bandwidth_fraction"] == \
             pytest.approx(achieved / (result["bandwidth_gb_s"] * 1e9), rel=0.01, abs=1e-3)
+        assert result["update_floor_ns"] > 0 and result["numpy_update_floor_ms"] == \
+            pytest.approx(result["parameters"] * result["update_floor_ns"] / 1e6, rel=0.01, abs=1e-3)
     assert "Memory bandwidth: " in out and "of the in-place bandwidth" in out
+    assert "Adam's update on data already in the cache: " in out
     assert "gpt-tiny: a seconds-long decoder-only run" in out and "vocabulary 60" in out
 
 
@@ -138,6 +141,26 @@ def test_the_train_step_goals_judge_against_fused_adam_and_say_met_or_missed():
     assert goals([phases]).splitlines()[1] == "- base: time 0.90×, memory 0.90× — met; clip and update 1.30× (≤ 1.3: met)"
     phases["numpy_phases_ms"][2] = 140
     assert goals([phases]).splitlines()[1].endswith("clip and update 1.40× (≤ 1.3: missed)")
+    phases["numpy_update_floor_ms"] = 135.0
+    assert goals([phases]).splitlines()[1].endswith(
+        "clip and update 1.40× (≤ 1.3: missed; Adam's passes alone on data in the cache: 1.35×)")
+
+
+def test_the_update_floor_times_the_engine_rooms_adam_on_one_cached_block(monkeypatch):
+    """update_floor_ns times `adam_update_in_blocks` itself, over one block of the size asked, as
+    many times as asked, and divides the best time by the entries."""
+    from autograd.engine_room import fused_adam
+    from numpy_transformer.benchmarks import train_step
+
+    calls, real = [], fused_adam.adam_update_in_blocks
+
+    def counted(p, g, state, *arguments, block=None):
+        calls.append((p.size, block, state["step"]))
+        real(p, g, state, *arguments, block=block)
+
+    monkeypatch.setattr(fused_adam, "adam_update_in_blocks", counted)
+    assert train_step.update_floor_ns(entries=4096, repeats=5) > 0
+    assert calls == [(4096, 4096, step) for step in range(5)]
 
 
 @pytest.mark.torch

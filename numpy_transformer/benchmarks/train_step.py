@@ -38,6 +38,11 @@ an array read and written back in place (a 256 MB `np.add(a, 0, out=a)`, read an
 counted, on as many threads as the step), and each result gives the fraction of it the
 clip-and-update phase achieved: parameters × 40 bytes / its time / that bandwidth. (A copy to
 another array is another pattern, which some CPUs move at half that rate: docs/performance.md.)
+`update_floor_ns` measures the other bound, the arithmetic: Adam's update as the engine room
+makes it (13 elementwise passes, bit for bit the plain form's) on one block whose arrays are
+already in the cache, per entry. No byte comes from memory there, so a model's update on one
+thread cannot take less than its parameters times that; each result gives that time beside
+fused Adam's clip and update (`numpy_update_floor_ms`).
 
 Dropout (0.1), label smoothing (0.1), the clip at norm 1.0 and Adam's betas (0.9, 0.98) and eps (1e-9) are the
 thesis's. PyTorch is imported only here and only when the benchmark runs: it is an optional
@@ -368,10 +373,13 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
     if len(frameworks) == 1:
         log(TORCH_MISSING)
     results, bandwidth, requested = [], update_bandwidth(threads), split
+    floor_ns = update_floor_ns()
     log(f"Memory bandwidth: {bandwidth / 1e9:.1f} GB/s (a 256 MB array read and written back in place on {threads} "
         f"thread(s), read and write counted); the clip and update move {UPDATE_BYTES} bytes per parameter, "
         f"{choose_update_block(float('inf')):,} entries a block (the size measured fastest on this machine, as train "
         f"takes it; parameters of one block or less go whole)")
+    log(f"Adam's update on data already in the cache: {floor_ns:.2f} ns an entry on one thread (its 13 passes over "
+        f"one block of {FLOOR_ENTRIES:,} entries, the best of {FLOOR_REPEATS}): the least a step's update can take")
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
         plan = numpy_plan(config, threads, requested)
@@ -396,6 +404,8 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
                 result[f"{framework}_phases_ms"] = [_rounded(median_ms(times[framework], part), 2) for part in range(3)]
         result["parameters"] = analytic_parameter_count(config.model_config())["total"]
         result["bandwidth_gb_s"] = round(bandwidth / 1e9, 2)
+        result["update_floor_ns"] = round(floor_ns, 4)
+        result["numpy_update_floor_ms"] = round(result["parameters"] * floor_ns / 1e6 / threads, 3)  # threads at best
         for framework in ("numpy", "torch_fused"):
             if times[framework] is not None:
                 seconds = result[f"{framework}_phases_ms"][2] / 1e3
@@ -425,6 +435,27 @@ def update_bandwidth(threads, megabytes=256, repeats=5):
             list(pool.map(lambda part: np.add(part, 0.0, out=part), parts))
             best = min(best, time.perf_counter() - start)
     return 2 * array.nbytes / best
+
+
+FLOOR_ENTRIES = 1 << 16          # one block of the engine room's default size (blocks.BLOCK)
+FLOOR_REPEATS = 200
+
+
+def update_floor_ns(entries=FLOOR_ENTRIES, repeats=FLOOR_REPEATS):
+    """Nanoseconds per entry of Adam's update (`adam_update_in_blocks`, its 13 passes) on one
+    thread over one float32 parameter of `entries` entries, updated `repeats` times so that its
+    parameter, gradient, moments and scratch are in the cache: the best time. The arithmetic
+    alone, no memory traffic: a model's update cannot go faster per entry on one thread."""
+    from autograd.engine_room.fused_adam import adam_update_in_blocks
+
+    parameter, gradient = np.ones(entries, np.float32), np.full(entries, 1e-3, np.float32)
+    state = {"step": 0, "exp_avg": np.zeros(entries, np.float32), "exp_avg_sq": np.zeros(entries, np.float32)}
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        adam_update_in_blocks(parameter, gradient, state, LR, *BETAS, EPS, 0.0, False, block=entries)
+        best = min(best, time.perf_counter() - start)
+    return best / entries * 1e9
 
 
 def numpy_plan(config, threads, split):
@@ -491,10 +522,13 @@ def goals(results):
 
 def _update_goal_text(result):
     """"; clip and update N× (≤ 1.3: met)" where both frameworks' phases were measured."""
-    update = _ratio(*(result.get(f"{framework}_phases_ms", [None] * 3)[2] for framework in ("numpy", "torch_fused")))
+    fused = result.get("torch_fused_phases_ms", [None] * 3)[2]
+    update = _ratio(result.get("numpy_phases_ms", [None] * 3)[2], fused)
     if update is None:
         return ""
-    return f"; clip and update {update:.2f}× (≤ {UPDATE_GOAL}: {'met' if update <= UPDATE_GOAL else 'missed'})"
+    text = f"; clip and update {update:.2f}× (≤ {UPDATE_GOAL}: {'met' if update <= UPDATE_GOAL else 'missed'}"
+    floor = _ratio(result.get("numpy_update_floor_ms"), fused)
+    return text + ")" if floor is None else text + f"; Adam's passes alone on data in the cache: {floor:.2f}×)"
 
 
 def _peak_text(result, framework):
