@@ -39,8 +39,8 @@ counted, on as many threads as the step), and each result gives the fraction of 
 clip-and-update phase achieved: parameters × 40 bytes / its time / that bandwidth. (A copy to
 another array is another pattern, which some CPUs move at half that rate: docs/performance.md.)
 `update_floor_ns` measures the other bound, the arithmetic: Adam's update as the engine room
-makes it (13 elementwise passes, bit for bit the plain form's) on one block whose arrays are
-already in the cache, per entry. No byte comes from memory there, so a model's update on one
+makes it (13 elementwise passes, bit for bit the plain form's) on one parameter of a block's
+size whose arrays are already in the cache, per entry. No byte comes from memory there, so a model's update on one
 thread cannot take less than its parameters times that; each result gives that time beside
 fused Adam's clip and update (`numpy_update_floor_ms`).
 
@@ -379,7 +379,7 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
         f"{choose_update_block(float('inf')):,} entries a block (the size measured fastest on this machine, as train "
         f"takes it; parameters of one block or less go whole)")
     log(f"Adam's update on data already in the cache: {floor_ns:.2f} ns an entry on one thread (its 13 passes over "
-        f"one block of {FLOOR_ENTRIES:,} entries, the best of {FLOOR_REPEATS}): the least a step's update can take")
+        f"one parameter of {FLOOR_ENTRIES:,} entries, the best of {FLOOR_REPEATS}): the least a step's update can take")
     for name in with_progress(progress, config_names, desc="configurations", unit="config"):
         config = CONFIGS[name]
         plan = numpy_plan(config, threads, requested)
@@ -442,18 +442,21 @@ FLOOR_REPEATS = 200
 
 
 def update_floor_ns(entries=FLOOR_ENTRIES, repeats=FLOOR_REPEATS):
-    """Nanoseconds per entry of Adam's update (`adam_update_in_blocks`, its 13 passes) on one
+    """Nanoseconds per entry of Adam's update (`Adam.update`: the engine room's 13 passes) on one
     thread over one float32 parameter of `entries` entries, updated `repeats` times so that its
     parameter, gradient, moments and scratch are in the cache: the best time. The arithmetic
     alone, no memory traffic: a model's update cannot go faster per entry on one thread."""
-    from autograd.engine_room.fused_adam import adam_update_in_blocks
+    from autograd import Tensor
+    from autograd.optim import Adam
 
-    parameter, gradient = np.ones(entries, np.float32), np.full(entries, 1e-3, np.float32)
-    state = {"step": 0, "exp_avg": np.zeros(entries, np.float32), "exp_avg_sq": np.zeros(entries, np.float32)}
+    parameter = Tensor(np.ones(entries, np.float32), requires_grad=True)
+    parameter.grad = np.full(entries, 1e-3, np.float32)
+    optimizer = Adam([("floor", parameter)], lr=LR, betas=BETAS, eps=EPS)
+    (update,), lr = optimizer.start_step()
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        adam_update_in_blocks(parameter, gradient, state, LR, *BETAS, EPS, 0.0, False, block=entries)
+        optimizer.update(*update, lr)
         best = min(best, time.perf_counter() - start)
     return best / entries * 1e9
 
