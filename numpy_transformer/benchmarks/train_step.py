@@ -40,9 +40,9 @@ clip-and-update phase achieved: parameters × 40 bytes / its time / that bandwid
 another array is another pattern, which some CPUs move at half that rate: docs/performance.md.)
 `update_floor_ns` measures the other bound, the arithmetic: Adam's update as the engine room
 makes it (13 elementwise passes, bit for bit the plain form's) on one parameter of a block's
-size whose arrays are already in the cache, per entry. No byte comes from memory there, so a model's update on one
-thread cannot take less than its parameters times that; each result gives that time beside
-fused Adam's clip and update (`numpy_update_floor_ms`).
+size whose arrays are already in the cache, per entry. No byte comes from memory there, so a
+model's update on one thread cannot take less than its parameters times that; each result
+gives that time beside fused Adam's clip and update (`numpy_update_floor_ms`).
 
 Dropout (0.1), label smoothing (0.1), the clip at norm 1.0 and Adam's betas (0.9, 0.98) and eps (1e-9) are the
 thesis's. PyTorch is imported only here and only when the benchmark runs: it is an optional
