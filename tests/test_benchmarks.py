@@ -279,6 +279,8 @@ def test_bench_train_step_on_a_busy_machine_times_numpy_on_one_core_as_train_tak
     (result,) = train_step.run(["tiny"], threads=2, steps=2, warmup=1, log=lines.append)
     assert result["numpy_split"] == "one" and result["numpy_processes"] == 1
     assert result["numpy_ms"] > 0 and result["numpy_peak_mb"] >= 0
+    assert result["numpy_update_floor_ms"] == \
+        pytest.approx(result["parameters"] * result["update_floor_ns"] / 1e6, rel=0.01, abs=1e-3)  # one thread's
     assert "NumPy's 2 threads: one core (one process, one BLAS thread) (other work keeps the cores busy (load 1.9)" \
         in "\n".join(lines)
 

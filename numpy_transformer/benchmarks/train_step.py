@@ -405,7 +405,7 @@ def run(config_names=MAIN_CONFIGS, threads=1, steps=10, warmup=2, profile=False,
         result["parameters"] = analytic_parameter_count(config.model_config())["total"]
         result["bandwidth_gb_s"] = round(bandwidth / 1e9, 2)
         result["update_floor_ns"] = round(floor_ns, 4)
-        result["numpy_update_floor_ms"] = round(result["parameters"] * floor_ns / 1e6 / threads, 3)  # threads at best
+        result["numpy_update_floor_ms"] = round(result["parameters"] * floor_ns / 1e6 / numpy_threads, 3)  # at best
         for framework in ("numpy", "torch_fused"):
             if times[framework] is not None:
                 seconds = result[f"{framework}_phases_ms"][2] / 1e3
